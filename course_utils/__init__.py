@@ -1,0 +1,26 @@
+"""course_utils: the tested NumPy companion to the softmax-in-attention course.
+
+Every notebook starts with ``rng = course_utils.setup()`` and checks its
+results against PyTorch with :func:`cross_check`.
+"""
+
+from . import exercises
+from .plotting import COLORMAP, PALETTE, use_course_style
+from .reproducibility import setup
+from .softmax import log_softmax, logsumexp, naive_softmax, softmax
+from .torch_check import CrossCheckError, cross_check
+
+__all__ = [
+    "COLORMAP",
+    "PALETTE",
+    "CrossCheckError",
+    "cross_check",
+    "exercises",
+    "log_softmax",
+    "logsumexp",
+    "naive_softmax",
+    "setup",
+    "softmax",
+    "use_course_style",
+]
+__version__ = "0.1.0"

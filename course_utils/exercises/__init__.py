@@ -1,0 +1,50 @@
+"""Self-checked exercises: ``ex = load("01")``, then ``ex.q1.check(answer)``, ``ex.q1.hint()``, ``ex.q1.solution()``.
+
+Examples
+--------
+>>> ex = load("01")
+>>> ex.q2.check(...)
+○ Not attempted yet: replace `...` with your prediction.
+False
+>>> ex.q2.check([0, 1, 0, 0])
+✗ Not yet: the two 5s are tied, and softmax treats equal scores equally. Who gets the mass?
+False
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import SimpleNamespace
+from typing import Iterator
+
+from .core import Exercise, FunctionExercise, ValueExercise, Verdict
+
+__all__ = ["LESSONS", "Exercise", "FunctionExercise", "ValueExercise", "Verdict", "all_exercises", "load"]
+
+#: Lessons that have exercises, mapped to the module that defines them.
+LESSONS: dict[str, str] = {"01": "lesson01"}
+
+
+def load(lesson: str) -> SimpleNamespace:
+    """Return one lesson's exercises as attributes ``q1``, ``q2``, ...
+
+    Parameters
+    ----------
+    lesson : str
+        The two-digit lesson number, e.g. ``"01"``.
+
+    Raises
+    ------
+    ValueError
+        If the lesson has no exercises.
+    """
+    if not isinstance(lesson, str) or lesson not in LESSONS:
+        raise ValueError(f"lesson must be one of {sorted(LESSONS)}; got {lesson!r}")
+    module = importlib.import_module(f"{__name__}.{LESSONS[lesson]}")
+    return SimpleNamespace(**{ex.name: ex for ex in module.exercises()})
+
+
+def all_exercises() -> Iterator[Exercise]:
+    """Yield every exercise of every lesson, in course order."""
+    for lesson in sorted(LESSONS):
+        yield from vars(load(lesson)).values()

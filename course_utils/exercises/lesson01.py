@@ -1,0 +1,196 @@
+"""Exercises for lesson 01, softmax basics."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..softmax import softmax
+from .core import Case, Exercise, FunctionExercise, ValueExercise, non_negative, shift_invariant, sums_to_one
+
+
+def _starter(*args: object, **kwargs: object) -> np.ndarray:
+    raise NotImplementedError
+
+
+# --- q1: a stable softmax -----------------------------------------------------
+
+
+def _q1_reference(x: np.ndarray) -> np.ndarray:
+    return softmax(x, axis=-1)
+
+
+def _q1_unstable(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _q1_no_keepdims(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=-1))
+    return e / e.sum(axis=-1)
+
+
+def _q1_wrong_axis(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(axis=0, keepdims=True))
+    return e / e.sum(axis=0, keepdims=True)
+
+
+def _q1_plain_normalization(x: np.ndarray) -> np.ndarray:
+    return x / x.sum(axis=-1, keepdims=True)
+
+
+def _q1_in_place(x: np.ndarray) -> np.ndarray:
+    x -= x.max(axis=-1, keepdims=True)
+    np.exp(x, out=x)
+    x /= x.sum(axis=-1, keepdims=True)
+    return x
+
+
+_Q1_SOLUTION = """
+```python
+def stable_softmax(x):
+    x = np.asarray(x, dtype=float)
+    shifted = x - x.max(axis=-1, keepdims=True)   # largest exponent is now e^0 = 1
+    e = np.exp(shifted)
+    return e / e.sum(axis=-1, keepdims=True)
+```
+`keepdims=True` keeps the reduced axis with size 1, so a (2, 3) input minus its
+(2, 1) row maxima broadcasts row by row.
+"""
+
+
+def _q1() -> FunctionExercise:
+    return FunctionExercise(
+        "01",
+        "q1",
+        "Write a numerically stable softmax",
+        reference=_q1_reference,
+        starter=_starter,
+        cases=[
+            Case((np.array([1.0, 0.0, 1.0]),)),
+            Case((np.array([10.0, 0.0, -5.0]),)),
+            Case((np.array([[2.0, 4.0, 4.0], [2.0, 2.0, 3.0]]),)),
+            Case((np.array([1000.0, 999.0, -1000.0]),)),
+            Case((np.array([[1.0, 2.0], [3.0, 5.0], [0.0, -1.0]]),)),
+        ],
+        properties=[non_negative, sums_to_one, shift_invariant],
+        wrong_answers={
+            "the textbook formula, which overflows": _q1_unstable,
+            "a max without keepdims": _q1_no_keepdims,
+            "normalizing over the wrong axis": _q1_wrong_axis,
+            "plain normalization x / sum(x)": _q1_plain_normalization,
+            "modifying the input in place": _q1_in_place,
+        },
+        hints=[
+            "Softmax does not change if you subtract the same number from every score in a row.",
+            "Subtract each row's maximum: `x - x.max(axis=-1, keepdims=True)`. Then exponentiate and normalize.",
+            "Normalize along the same axis with `keepdims=True`, so the shapes broadcast for 2-D input.",
+        ],
+        solution=_Q1_SOLUTION,
+    )
+
+
+# --- q2: predict the T -> 0 limit ---------------------------------------------
+
+
+def _q2() -> ValueExercise:
+    scores = np.array([2.0, 5.0, 5.0, 1.0])
+    return ValueExercise(
+        "01",
+        "q2",
+        "Predict softmax([2, 5, 5, 1] / T) as T -> 0",
+        # A temperature far below every gap between scores is the T -> 0 limit.
+        reference=softmax(scores, temperature=1e-3),
+        wrong_answers={
+            "one winner despite the tie": (
+                [0.0, 1.0, 0.0, 0.0],
+                "the two 5s are tied, and softmax treats equal scores equally. Who gets the mass?",
+            ),
+            "the T -> infinity limit": (
+                [0.25, 0.25, 0.25, 0.25],
+                "that is the limit for a very *high* temperature. Low T sharpens.",
+            ),
+            "plain normalization": (
+                scores / scores.sum(),
+                "that is plain normalization, x / sum(x), not softmax.",
+            ),
+        },
+        hints=[
+            "Dividing by a tiny T multiplies every gap between scores by a huge number.",
+            "Entries below the maximum get weight e^{-(gap)/T} relative to it, which goes to 0.",
+            "The entries tied at the maximum keep equal weights, and the weights still sum to 1.",
+        ],
+        solution="`[0, 0.5, 0.5, 0]`: the argmax, with the tie between the two 5s split equally.",
+    )
+
+
+# --- q3: softmax with a temperature -------------------------------------------
+
+
+def _q3_reference(x: np.ndarray, temperature: float) -> np.ndarray:
+    return softmax(x, axis=-1, temperature=temperature)
+
+
+def _q3_times_t(x: np.ndarray, temperature: float) -> np.ndarray:
+    return softmax(x * temperature, axis=-1)
+
+
+def _q3_power_without_renormalizing(x: np.ndarray, temperature: float) -> np.ndarray:
+    return softmax(x, axis=-1) ** (1.0 / temperature)
+
+
+def _q3_unstable(x: np.ndarray, temperature: float) -> np.ndarray:
+    e = np.exp(x / temperature)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _q3_divide_after(x: np.ndarray, temperature: float) -> np.ndarray:
+    return softmax(x, axis=-1) / temperature
+
+
+_Q3_SOLUTION = """
+```python
+def softmax_with_temperature(x, temperature):
+    z = np.asarray(x, dtype=float) / temperature
+    z = z - z.max(axis=-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(axis=-1, keepdims=True)
+```
+Divide the *scores* by T before the softmax, and keep the max-subtraction:
+[10, 0, -5] / 0.01 contains 1000.
+"""
+
+
+def _q3() -> FunctionExercise:
+    row = np.array([10.0, 0.0, -5.0])
+    words = np.array([[1.0, 0.0, 1.0], [2.0, 4.0, 4.0], [2.0, 2.0, 3.0]])
+    return FunctionExercise(
+        "01",
+        "q3",
+        "Softmax with a temperature",
+        reference=_q3_reference,
+        starter=_starter,
+        cases=[
+            Case((row, 1.0)),
+            Case((row, 2.0)),
+            Case((words, 0.5)),
+            Case((words, 10.0)),
+            Case((row, 0.01)),
+        ],
+        properties=[non_negative, sums_to_one],
+        wrong_answers={
+            "multiplying by T": _q3_times_t,
+            "raising the probabilities to 1/T without renormalizing": _q3_power_without_renormalizing,
+            "dividing by T but forgetting stability": _q3_unstable,
+            "dividing the probabilities, not the scores": _q3_divide_after,
+        },
+        hints=[
+            "Temperature divides the scores, not the probabilities.",
+            "softmax(x / T) is still a softmax: reuse the stable recipe on x / T.",
+        ],
+        solution=_Q3_SOLUTION,
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2(), _q3()]

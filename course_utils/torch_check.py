@@ -1,0 +1,122 @@
+"""One-line cross-checks of a NumPy result against PyTorch.
+
+Every notebook compares what it computed with ``course_utils`` against the
+same computation in PyTorch, through :func:`cross_check`. The line it prints
+always has the same shape, so a learner learns to read it once::
+
+    ✓ softmax vs torch.softmax: close (max abs diff 6e-17)
+
+and a mismatch raises, so a wrong result can never scroll past unnoticed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["CrossCheckError", "cross_check", "to_numpy"]
+
+# (rtol, atol) for the lower precision of the two results being compared.
+_TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-10, 1e-12),
+    "float32": (1e-5, 1e-6),
+    "float16": (1e-2, 1e-3),
+}
+
+
+class CrossCheckError(AssertionError):
+    """Raised by :func:`cross_check` when two results are not close."""
+
+
+def to_numpy(value: Any) -> np.ndarray:
+    """Return a NumPy array for a NumPy array, a Python number or a torch tensor.
+
+    Examples
+    --------
+    >>> to_numpy([1, 2]).dtype
+    dtype('int64')
+    """
+    if type(value).__module__.startswith("torch"):
+        tensor = value.detach().cpu()
+        if str(tensor.dtype) == "torch.bfloat16":  # NumPy has no bfloat16
+            tensor = tensor.float()
+        return tensor.numpy()
+    return np.asarray(value)
+
+
+def _precision(arr: np.ndarray) -> str:
+    if arr.dtype.kind != "f":
+        return "float64"
+    return {2: "float16", 4: "float32"}.get(arr.dtype.itemsize, "float64")
+
+
+def cross_check(
+    ours: Any,
+    reference: Any,
+    label: str = "result",
+    *,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> None:
+    """Print one line comparing `ours` with `reference`; raise if they are not close.
+
+    Parameters
+    ----------
+    ours : array_like
+        The result computed with NumPy / ``course_utils``.
+    reference : array_like or torch.Tensor
+        The same quantity computed independently, usually by PyTorch.
+    label : str
+        What is compared, e.g. ``"softmax vs torch.softmax"``.
+    rtol, atol : float, optional
+        Tolerances of :func:`numpy.allclose`. By default they follow the
+        lower precision of the two inputs: (1e-10, 1e-12) for float64,
+        (1e-5, 1e-6) for float32 and (1e-2, 1e-3) for float16 and bfloat16.
+
+    Raises
+    ------
+    CrossCheckError
+        If the shapes differ, NaN appears in different places, or the values
+        are not close. It is an ``AssertionError``, so tests can catch it too.
+
+    Notes
+    -----
+    The line reads ``exact`` when every element is equal (NaN equal to NaN),
+    else ``close`` with the maximum absolute difference rounded to one
+    significant digit, so the printed line is stable across machines.
+
+    Examples
+    --------
+    >>> cross_check([0.5, 0.5], [0.5, 0.5], "halves")
+    ✓ halves: exact
+    >>> cross_check([0.1 + 0.2], [0.3], "float sum")
+    ✓ float sum: close (max abs diff 6e-17)
+    """
+    a, b = to_numpy(ours), to_numpy(reference)
+    if a.shape != b.shape:
+        raise CrossCheckError(f"✗ {label}: shapes differ, {a.shape} vs {b.shape}")
+    precisions = [_precision(a), _precision(b)]
+    worst = "float16" if "float16" in precisions else "float32" if "float32" in precisions else "float64"
+    if str(getattr(reference, "dtype", "")) == "torch.bfloat16":
+        worst = "float16"
+    default_rtol, default_atol = _TOLERANCES[worst]
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    if np.array_equal(a64, b64, equal_nan=True):
+        print(f"✓ {label}: exact")
+        return
+    if not np.array_equal(np.isnan(a64), np.isnan(b64)):
+        raise CrossCheckError(f"✗ {label}: NaN in different places")
+    with np.errstate(invalid="ignore"):
+        diff = np.where(a64 == b64, 0.0, np.abs(a64 - b64))  # equal infinities differ by 0
+    diff = np.nan_to_num(diff, nan=0.0, posinf=np.inf)
+    max_diff = float(diff.max())
+    if not np.allclose(a64, b64, rtol=rtol, atol=atol, equal_nan=True):
+        where = np.unravel_index(int(np.argmax(diff)), diff.shape) if diff.ndim else ()
+        raise CrossCheckError(
+            f"✗ {label}: NOT close: max abs diff {max_diff:.3g} at index {tuple(map(int, where))} "
+            f"(rtol={rtol:g}, atol={atol:g})"
+        )
+    print(f"✓ {label}: close (max abs diff {max_diff:.0e})")
