@@ -140,7 +140,9 @@ def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
     """Call `function` on copies of the case's inputs and return its output as floats."""
     args, kwargs = copy.deepcopy(case.args), copy.deepcopy(dict(case.kwargs))
     try:
-        out = function(*args, **kwargs)
+        # Overflow warnings would only repeat what the feedback says about nan/inf.
+        with np.errstate(all="ignore"):
+            out = function(*args, **kwargs)
     except NotImplementedError:
         raise _NotAttempted from None
     except Exception as exc:  # the learner's bug, reported as feedback
@@ -336,6 +338,8 @@ class ValueExercise(Exercise):
         """Return the verdict on `answer` without printing anything."""
         if answer is ...:
             return Verdict("not attempted", "○ Not attempted yet: replace `...` with your prediction.")
+        if answer is None:
+            return Verdict("incorrect", "✗ Not yet: your answer is None, not numbers. Write your prediction in place of `...`.")
         try:
             got = _as_numbers(answer, "your answer is")
         except _Failed as failure:

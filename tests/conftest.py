@@ -1,0 +1,5 @@
+"""Shared test set-up: a non-interactive matplotlib backend."""
+
+import matplotlib
+
+matplotlib.use("Agg")
