@@ -45,7 +45,7 @@ nbval: install
 
 # Re-execute every notebook in .venv and store its outputs (a clean Restart & Run All).
 outputs: install
-	$(PY) tools/execute_notebooks.py notebooks/*.ipynb
+	$(PY) tools/notebooks.py execute notebooks/*.ipynb
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -5,6 +5,7 @@ results against PyTorch with :func:`cross_check`.
 """
 
 from . import exercises
+from .claims import check_claim
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
@@ -14,6 +15,7 @@ __all__ = [
     "COLORMAP",
     "PALETTE",
     "CrossCheckError",
+    "check_claim",
     "cross_check",
     "exercises",
     "log_softmax",

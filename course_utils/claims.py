@@ -1,0 +1,94 @@
+"""Checking a number that a source text states against the number the course computes.
+
+The course never copies a number from its sources: it computes each one and
+shows, with :func:`check_claim`, whether the source's figure agrees to the
+digits it states.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+__all__ = ["check_claim"]
+
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
+
+
+def _parse(stated: str) -> list[tuple[float, int, str]]:
+    """Each number in `stated` as (value, decimal exponent of its last digit, style)."""
+    found = []
+    stated = re.sub(r"(?<=\d),(?=\d{3}(?![\d.]))", "", stated)  # 22,026 is one number
+    for token in _NUMBER.findall(stated):
+        percent = token.endswith("%")
+        number = Decimal(token.rstrip("%"))
+        exponent = number.as_tuple().exponent
+        style = "e" if "e" in token.lower() else "%" if percent else "f"
+        if percent:
+            number, exponent = number / 100, exponent - 2
+        found.append((float(number), int(exponent), style))
+    return found
+
+
+def _format(value: float, exponent: int, style: str, mantissa_digits: int, agrees: bool) -> str:
+    """`value` in the stated style and precision; where it disagrees, with 2 significant digits at least."""
+    if style == "e":
+        return f"{value:.{mantissa_digits}e}"
+    scale = 100.0 if style == "%" else 1.0
+    decimals = max(-exponent - (2 if style == "%" else 0), 0)
+    if not agrees and value != 0:
+        decimals = max(decimals, 1 - int(np.floor(np.log10(abs(value * scale)))))
+    return f"{value * scale:.{decimals}f}" + ("%" if style == "%" else "")
+
+
+def check_claim(source: str, stated: str, computed: ArrayLike) -> None:
+    """Print whether the numbers in `stated` agree with `computed` to the digits stated.
+
+    A stated number agrees when it is the computed value correctly rounded to
+    the stated precision: ``"0.422"`` agrees with 0.42232 but not with 0.4236.
+    Percentages (``"0.0003%"``) and e-notation (``"3.3e6"``) are understood.
+
+    Parameters
+    ----------
+    source : str
+        What is checked and where it comes from, e.g. ``"source 001, softmax([1, 0, 1])"``.
+    stated : str
+        The number or numbers as the source writes them, e.g. ``"[0.422, 0.155, 0.422]"``.
+    computed : array_like
+        The values the course computed, as many as `stated` holds.
+
+    Raises
+    ------
+    ValueError
+        If `stated` holds no number, or a different count of numbers than `computed`.
+
+    Examples
+    --------
+    >>> check_claim("e^1", "2.718", np.e)
+    ✓ e^1: the source states 2.718; computed 2.718
+    >>> check_claim("softmax(-5) as a percentage", "0.0003%", 3.059e-7)
+    ✗ softmax(-5) as a percentage: the source states 0.0003%; computed 0.000031%
+    """
+    numbers = _parse(stated)
+    values = np.atleast_1d(np.asarray(computed, dtype=np.float64)).ravel()
+    if not numbers:
+        raise ValueError(f"stated holds no number: {stated!r}")
+    if len(numbers) != values.size:
+        raise ValueError(f"stated holds {len(numbers)} number(s) but computed holds {values.size}")
+    shown, agrees = [], True
+    for (claimed, exponent, style), value in zip(numbers, values):
+        # e-notation: the last digit's place is relative to the stated power of ten.
+        mantissa_digits = 0
+        if style == "e":
+            power = int(np.floor(np.log10(abs(claimed)))) if claimed else 0
+            mantissa_digits = max(power - exponent, 0)
+        tolerance = 0.5 * 10.0**exponent * (1 + 1e-9)
+        close = bool(abs(value - claimed) <= tolerance)
+        agrees &= close
+        shown.append(_format(value, exponent, style, mantissa_digits, close))
+    computed_text = shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
+    mark = "✓" if agrees else "✗"
+    print(f"{mark} {source}: the source states {stated}; computed {computed_text}")

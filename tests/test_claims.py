@@ -1,0 +1,48 @@
+"""check_claim judges a source's number by the digits it states."""
+
+import math
+
+import pytest
+
+from course_utils import check_claim
+
+
+@pytest.mark.parametrize(
+    "stated,computed",
+    [
+        ("0.422", 0.42232),
+        ("[0.212, 0.212, 0.576]", [0.21194, 0.21194, 0.57612]),
+        ("22,026", math.exp(10)),
+        ("3.3e6", math.exp(15)),
+        ("99.995%", 0.9999543),
+        ("~0.9998", 0.99975),
+    ],
+)
+def test_a_correctly_rounded_claim_agrees(stated, computed, capsys):
+    check_claim("claim", stated, computed)
+    assert capsys.readouterr().out.startswith("✓ claim: the source states")
+
+
+@pytest.mark.parametrize(
+    "stated,computed,shown",
+    [
+        ("0.9999545", 0.99995430, "0.9999543"),
+        ("0.0003%", 3.059e-7, "0.000031%"),
+        ("[0.106, 0.787, 0.106]", [0.0634, 0.4683, 0.4683], "[0.063, 0.468, 0.468]"),
+        ("0.423", 0.42232, "0.422"),
+    ],
+)
+def test_a_wrong_claim_is_flagged_with_the_computed_value(stated, computed, shown, capsys):
+    check_claim("claim", stated, computed)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ claim") and out.rstrip().endswith(f"computed {shown}")
+
+
+def test_counts_must_match():
+    with pytest.raises(ValueError, match="stated holds 2"):
+        check_claim("claim", "[1.0, 2.0]", [1.0])
+
+
+def test_a_claim_needs_a_number():
+    with pytest.raises(ValueError, match="stated"):
+        check_claim("claim", "a lot", 1.0)

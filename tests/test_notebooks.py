@@ -1,0 +1,121 @@
+"""Notebook hygiene: every lesson is executed top to bottom, clean, and framed as a lesson.
+
+nbval (run by `make test`) checks that the stored outputs reproduce; this file
+checks what nbval does not: how the notebooks were stored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from course_utils.course import METADATA_KEY, Lesson, header_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+_places = {str(ROOT), str(ROOT.parent), os.path.expanduser("~"), tempfile.gettempdir(), "/home/", "/Users/", "C:\\"}
+LEAK = re.compile("|".join(re.escape(p) for p in sorted(_places, key=len, reverse=True) if len(p) > 1) + r"|0x[0-9a-fA-F]{6,}")
+REPR_LEAK = re.compile(r"<matplotlib\.|^Text\(|<function |<module |<Axes|^\[<matplotlib", re.MULTILINE)
+
+
+def _load(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def _code_cells(nb: dict) -> list[dict]:
+    return [c for c in nb["cells"] if c["cell_type"] == "code" and "".join(c["source"]).strip()]
+
+
+def _text(output: dict) -> str:
+    return "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks found"
+
+
+@pytest.fixture(params=NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
+def notebook(request) -> tuple[Path, dict]:
+    return request.param, _load(request.param)
+
+
+def test_executed_top_to_bottom(notebook):
+    _, nb = notebook
+    counts = [c.get("execution_count") for c in _code_cells(nb)]
+    assert counts == list(range(1, len(counts) + 1)), "re-run with `make outputs` (a clean Restart & Run All)"
+
+
+def test_no_error_or_stderr_outputs(notebook):
+    _, nb = notebook
+    for i, cell in enumerate(_code_cells(nb), 1):
+        for out in cell["outputs"]:
+            assert out["output_type"] != "error", f"code cell {i} stores an error"
+            assert not (out["output_type"] == "stream" and out["name"] == "stderr"), f"code cell {i} writes to stderr"
+
+
+def test_no_absolute_paths_or_memory_addresses(notebook):
+    _, nb = notebook
+    for i, cell in enumerate(nb["cells"], 1):
+        texts = ["".join(cell["source"])] + [_text(o) for o in cell.get("outputs", [])]
+        for text in texts:
+            match = LEAK.search(text)
+            assert not match, f"cell {i} shows {match.group(0)!r}"
+
+
+def test_no_object_reprs_leak_from_plot_cells(notebook):
+    _, nb = notebook
+    for i, cell in enumerate(_code_cells(nb), 1):
+        for out in cell["outputs"]:
+            if out["output_type"] == "execute_result":
+                assert not REPR_LEAK.search(_text(out)), f"code cell {i}: end the cell with plt.show() or ;"
+
+
+def test_python3_kernel_and_size(notebook):
+    path, nb = notebook
+    assert nb["metadata"]["kernelspec"]["name"] == "python3"
+    assert path.stat().st_size < 1_000_000
+
+
+def test_metadata_is_complete_and_the_header_shows_it(notebook):
+    path, nb = notebook
+    lesson = Lesson.from_metadata(nb["metadata"].get(METADATA_KEY, {}), path)
+    assert path.name.startswith(lesson.lesson + "_")
+    first = nb["cells"][0]
+    assert first["cell_type"] == "markdown"
+    assert "".join(first["source"]) == header_markdown(lesson), "run `python tools/notebooks.py headers` on it"
+
+
+def test_ends_with_a_summary_and_what_comes_next(notebook):
+    _, nb = notebook
+    last = nb["cells"][-1]
+    text = "".join(last["source"])
+    assert last["cell_type"] == "markdown"
+    assert "## Summary" in text and ("## What comes next" in text or "## Further reading" in text)
+
+
+def test_first_code_cell_runs_the_reproducible_setup(notebook):
+    _, nb = notebook
+    assert re.search(r"\bsetup\(", "".join(_code_cells(nb)[0]["source"]))
+
+
+def test_no_installs_network_or_nbval_comment_markers(notebook):
+    _, nb = notebook
+    for i, cell in enumerate(_code_cells(nb), 1):
+        source = "".join(cell["source"])
+        assert not re.search(r"^\s*[!%]\s*(pip|conda)\b", source, re.MULTILINE), f"code cell {i} installs packages"
+        assert not re.search(r"urlopen|requests\.get|https?://", source), f"code cell {i} uses the network"
+        assert "NBVAL_" not in source, f"code cell {i}: mark it with a cell tag, not a comment"
+
+
+def test_stored_exercises_are_unattempted_and_reveal_nothing(notebook):
+    _, nb = notebook
+    for i, cell in enumerate(_code_cells(nb), 1):
+        source = "".join(cell["source"])
+        assert not re.search(r"^\s*ex\.\w+\.(solution|hint)\(", source, re.MULTILINE), f"code cell {i} reveals help"
+        if re.search(r"ex\.\w+\.check\(", source):
+            assert any("Not attempted" in _text(o) for o in cell["outputs"]), f"code cell {i} is not in its starter state"

@@ -1,0 +1,30 @@
+"""The interactive explorers respond to their sliders."""
+
+import numpy as np
+import pytest
+
+from course_utils import softmax
+from course_utils.widgets import temperature_explorer
+
+
+def test_moving_the_temperature_slider_redraws_the_weights(capsys):
+    explorer = temperature_explorer([2.0, 1.0, 0.0], ["a", "b", "c"])
+    np.testing.assert_allclose(explorer.result, softmax([2.0, 1.0, 0.0]))
+    explorer.children[0].value = 100.0
+    np.testing.assert_allclose(explorer.result, softmax([2.0, 1.0, 0.0], temperature=100.0))
+    explorer.children[0].value = 0.01
+    np.testing.assert_allclose(explorer.result, [1.0, 0.0, 0.0], atol=1e-30)
+
+
+def test_the_slider_spans_cold_to_hot():
+    slider = temperature_explorer([1.0, 0.0]).children[0]
+    assert (slider.min, slider.max, slider.base) == (-2, 2, 10)
+
+
+@pytest.mark.parametrize(
+    "scores,labels,match",
+    [([[1.0, 2.0]], None, "scores"), ([], None, "scores"), ([1.0, 2.0], ["only one"], "labels"), (["a"], None, "scores")],
+)
+def test_bad_arguments_are_rejected_by_name(scores, labels, match):
+    with pytest.raises((ValueError, TypeError), match=match):
+        temperature_explorer(scores, labels)
