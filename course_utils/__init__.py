@@ -6,6 +6,7 @@ results against PyTorch with :func:`cross_check`.
 
 from . import exercises
 from .claims import check_claim
+from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
@@ -19,6 +20,10 @@ __all__ = [
     "cross_check",
     "exercises",
     "log_softmax",
+    "merge_softmax_states",
+    "online_softmax",
+    "SoftmaxState",
+    "softmax_state",
     "logsumexp",
     "naive_softmax",
     "setup",

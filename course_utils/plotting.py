@@ -54,6 +54,7 @@ def use_course_style() -> None:
             "axes.titlesize": 12,
             "axes.labelsize": 11,
             "axes.grid": True,
+            "axes.axisbelow": True,
             "grid.color": "#d0d0d0",
             "grid.linewidth": 0.6,
             "axes.prop_cycle": cycler(color=list(PALETTE)),

@@ -29,6 +29,11 @@ def _q1_no_keepdims(x: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1)
 
 
+def _q1_global_max(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max())
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _q1_wrong_axis(x: np.ndarray) -> np.ndarray:
     e = np.exp(x - x.max(axis=0, keepdims=True))
     return e / e.sum(axis=0, keepdims=True)
@@ -71,11 +76,13 @@ def _q1() -> FunctionExercise:
             Case((np.array([[2.0, 4.0, 4.0], [2.0, 2.0, 3.0]]),)),
             Case((np.array([1000.0, 999.0, -1000.0]),)),
             Case((np.array([[1.0, 2.0], [3.0, 5.0], [0.0, -1.0]]),)),
+            Case((np.array([[1000.0, 999.0], [0.0, -1.0]]),)),
         ],
         properties=[non_negative, sums_to_one, shift_invariant],
         wrong_answers={
             "the textbook formula, which overflows": _q1_unstable,
             "a max without keepdims": _q1_no_keepdims,
+            "one max for the whole batch instead of one per row": _q1_global_max,
             "normalizing over the wrong axis": _q1_wrong_axis,
             "plain normalization x / sum(x)": _q1_plain_normalization,
             "modifying the input in place": _q1_in_place,
@@ -143,6 +150,12 @@ def _q3_unstable(x: np.ndarray, temperature: float) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _q3_global_max(x: np.ndarray, temperature: float) -> np.ndarray:
+    z = np.asarray(x) / temperature
+    e = np.exp(z - z.max())
+    return e / e.sum(axis=-1, keepdims=True)
+
+
 def _q3_divide_after(x: np.ndarray, temperature: float) -> np.ndarray:
     return softmax(x, axis=-1) / temperature
 
@@ -175,12 +188,14 @@ def _q3() -> FunctionExercise:
             Case((words, 0.5)),
             Case((words, 10.0)),
             Case((row, 0.01)),
+            Case((np.array([[10.0, 9.0], [0.0, -1.0]]), 0.01)),
         ],
         properties=[non_negative, sums_to_one],
         wrong_answers={
             "multiplying by T": _q3_times_t,
             "raising the probabilities to 1/T without renormalizing": _q3_power_without_renormalizing,
             "dividing by T but forgetting stability": _q3_unstable,
+            "one max for the whole batch instead of one per row": _q3_global_max,
             "dividing the probabilities, not the scores": _q3_divide_after,
         },
         hints=[
