@@ -28,8 +28,11 @@ $(STAMP): pyproject.toml | $(PY)
 	  echo "error: CUDA (nvidia-*) packages were installed; torch must be the CPU build" >&2; exit 1; fi
 	touch $(STAMP)
 
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
+
 lab: install
-	$(VENV)/bin/jupyter lab notebooks/01_softmax_basics.ipynb
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/01_softmax_basics.ipynb
 
 # Unit tests and doctests, then strict nbval of every notebook under 1 and 2 threads.
 test: install unit nbval
