@@ -6,6 +6,7 @@ results against PyTorch with :func:`cross_check`.
 
 from . import exercises
 from .claims import check_claim
+from .gradients import softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
@@ -28,6 +29,7 @@ __all__ = [
     "naive_softmax",
     "setup",
     "softmax",
+    "softmax_jacobian",
     "use_course_style",
 ]
 __version__ = "0.1.0"

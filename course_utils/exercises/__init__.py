@@ -14,6 +14,8 @@ False
 from __future__ import annotations
 
 import importlib
+import pkgutil
+import re
 from types import SimpleNamespace
 from typing import Iterator
 
@@ -21,8 +23,13 @@ from .core import Exercise, FunctionExercise, ValueExercise, Verdict
 
 __all__ = ["LESSONS", "Exercise", "FunctionExercise", "ValueExercise", "Verdict", "all_exercises", "load"]
 
-#: Lessons that have exercises, mapped to the module that defines them.
-LESSONS: dict[str, str] = {"01": "lesson01"}
+#: Lessons that have exercises ("01", ...), mapped to their module (lesson01, ...): every
+#: module named lessonNN in this package defines ``exercises()`` for lesson NN.
+LESSONS: dict[str, str] = {
+    match.group(1): info.name
+    for info in pkgutil.iter_modules(__path__)
+    if (match := re.fullmatch(r"lesson(\d\d)", info.name))
+}
 
 
 def load(lesson: str) -> SimpleNamespace:
