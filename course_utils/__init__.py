@@ -6,6 +6,7 @@ results against PyTorch with :func:`cross_check`.
 
 from . import exercises
 from .claims import check_claim
+from .floats import ExpLimits, exp_limits
 from .gradients import softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
@@ -19,6 +20,8 @@ __all__ = [
     "CrossCheckError",
     "check_claim",
     "cross_check",
+    "ExpLimits",
+    "exp_limits",
     "exercises",
     "log_softmax",
     "merge_softmax_states",
