@@ -5,9 +5,16 @@ results against PyTorch with :func:`cross_check`.
 """
 
 from . import exercises
+from .attention import (
+    attention_distance,
+    attention_entropy,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+)
 from .claims import check_claim
 from .floats import ExpLimits, exp_limits
-from .gradients import softmax_jacobian
+from .gradients import cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
@@ -15,6 +22,14 @@ from .softmax import log_softmax, logsumexp, naive_softmax, softmax
 from .torch_check import CrossCheckError, cross_check
 
 __all__ = [
+    "attention_distance",
+    "attention_entropy",
+    "causal_mask",
+    "cross_entropy_grad",
+    "log_softmax_backward",
+    "padding_mask",
+    "scaled_dot_product_attention",
+    "softmax_backward",
     "COLORMAP",
     "PALETTE",
     "CrossCheckError",
