@@ -29,6 +29,10 @@ def _q1() -> ValueExercise:
             "the float64 limit": (math.floor(exp_limits(np.float64).largest), "that is the limit for float64."),
             "the float16 limit": (math.floor(exp_limits(np.float16).largest), "that is the limit for float16."),
             "1000": (1000, "e^1000 overflows even in float64."),
+            "one too many": (
+                math.floor(exp_limits(np.float32).largest) + 1,
+                "one too many: e^89 is about 4.5e38, above float32's largest number.",
+            ),
         },
         hints=[
             "The textbook formula breaks as soon as e^x is inf.",

@@ -1,0 +1,163 @@
+"""Exercises for lesson 04, softmax gradients."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..gradients import cross_entropy_grad, softmax_backward, softmax_jacobian
+from ..softmax import softmax
+from .core import Case, Exercise, FunctionExercise, ValueExercise
+
+
+def _starter(*args: object, **kwargs: object) -> np.ndarray:
+    raise NotImplementedError
+
+
+# --- q1: predict one Jacobian entry ----------------------------------------------
+
+
+def _q1() -> ValueExercise:
+    uniform = softmax(np.zeros(4))
+    jac = softmax_jacobian(uniform)
+    return ValueExercise(
+        "04",
+        "q1",
+        "Predict dp_1/dx_1 for a uniform softmax over 4 positions",
+        reference=float(jac[0, 0]),
+        wrong_answers={
+            "p without the -p^2": (float(uniform[0]), "that is p_1 alone; the derivative is p_1(1 - p_1)."),
+            "p^2": (float(uniform[0] ** 2), "that is p_1 p_1; on the diagonal the derivative is p_1 - p_1^2."),
+            "an off-diagonal entry": (float(jac[0, 1]), "that is an off-diagonal entry, -p_1 p_k. On the diagonal, delta_11 = 1."),
+        },
+        hints=[
+            "Every weight of a uniform softmax over 4 positions is 1/4.",
+            "On the diagonal, dp_i/dx_i = p_i (1 - p_i).",
+        ],
+        solution="`0.1875` = (1/4)(1 - 1/4) = 3/16.",
+    )
+
+
+# --- q2: the vector-Jacobian product --------------------------------------------
+
+
+def _q2_reference(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return softmax_backward(g, p, axis=-1)
+
+
+def _q2_no_subtraction(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return p * g
+
+
+def _q2_no_p_factor(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return g - (g * p).sum(axis=-1, keepdims=True)
+
+
+def _q2_global_sum(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return p * (g - (g * p).sum())
+
+
+def _q2_plain_mean(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return p * (g - g.mean(axis=-1, keepdims=True))
+
+
+_Q2_SOLUTION = """
+```python
+def softmax_vjp(g, p):
+    return p * (g - (g * p).sum(axis=-1, keepdims=True))
+```
+(J g)_k = sum_i p_i (delta_ik - p_k) g_i = p_k g_k - p_k sum_i p_i g_i = p_k (g_k - <g, p>).
+"""
+
+
+def _q2() -> FunctionExercise:
+    rng = np.random.default_rng(4)
+    p_batch = softmax(rng.normal(size=(3, 5)))
+    return FunctionExercise(
+        "04",
+        "q2",
+        "The gradient through softmax without the Jacobian",
+        reference=_q2_reference,
+        starter=_starter,
+        cases=[
+            Case((np.array([1.0, 0.0]), np.array([0.5, 0.5]))),
+            Case((np.array([1.0, -2.0, 0.5]), softmax(np.array([2.0, 1.0, 0.1])))),
+            Case((rng.normal(size=(3, 5)), p_batch)),
+            Case((np.array([[3.0, 3.0, 3.0], [0.0, 1.0, 0.0]]), softmax(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 5.0]])))),
+        ],
+        wrong_answers={
+            "forgetting to subtract <g, p>": _q2_no_subtraction,
+            "forgetting the factor p": _q2_no_p_factor,
+            "one sum over the whole batch": _q2_global_sum,
+            "subtracting the plain mean of g instead of its p-weighted mean": _q2_plain_mean,
+        },
+        hints=[
+            "Write (J g)_k = sum_i J_ik g_i with J_ik = p_i (delta_ik - p_k), and split the sum into i = k and the rest.",
+            "The result is p_k times (g_k minus the p-weighted average of g).",
+            "Sum along the last axis with keepdims=True so each row uses its own average.",
+        ],
+        solution=_Q2_SOLUTION,
+        rtol=1e-10,
+        atol=1e-12,
+    )
+
+
+# --- q3: the cross-entropy gradient -----------------------------------------------
+
+
+def _q3_reference(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    return cross_entropy_grad(logits, targets, axis=-1)
+
+
+def _q3_wrong_sign(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    return targets - softmax(logits, axis=-1)
+
+
+def _q3_probs_only(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    return softmax(logits, axis=-1)
+
+
+def _q3_logits_minus_targets(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    return logits - targets
+
+
+_Q3_SOLUTION = """
+```python
+def cross_entropy_gradient(logits, targets):
+    z = logits - logits.max(axis=-1, keepdims=True)
+    p = np.exp(z) / np.exp(z).sum(axis=-1, keepdims=True)
+    return p - targets
+```
+The loss is -sum_i y_i log p_i = -sum_i y_i x_i + logsumexp(x) (since the y_i sum to 1), whose
+gradient is -y + softmax(x).
+"""
+
+
+def _q3() -> FunctionExercise:
+    return FunctionExercise(
+        "04",
+        "q3",
+        "The gradient of cross-entropy with respect to the logits",
+        reference=_q3_reference,
+        starter=_starter,
+        cases=[
+            Case((np.array([0.0, 0.0]), np.array([1.0, 0.0]))),
+            Case((np.array([2.0, -1.0, 0.5]), np.array([0.0, 0.0, 1.0]))),
+            Case((np.array([[1000.0, 0.0, -5.0], [1.0, 2.0, 3.0]]), np.array([[0.0, 1.0, 0.0], [0.2, 0.3, 0.5]]))),
+        ],
+        wrong_answers={
+            "the wrong sign": _q3_wrong_sign,
+            "the probabilities alone": _q3_probs_only,
+            "logits minus targets": _q3_logits_minus_targets,
+        },
+        hints=[
+            "Write the loss with log_softmax: -sum_i y_i (x_i - logsumexp(x)).",
+            "The derivative of logsumexp(x) with respect to x_k is softmax(x)_k.",
+            "Compute softmax stably: the test includes a logit of 1000.",
+        ],
+        solution=_Q3_SOLUTION,
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2(), _q3()]
