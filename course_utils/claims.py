@@ -34,13 +34,13 @@ def _parse(stated: str) -> list[tuple[float, int, str]]:
 
 
 def _format(value: float, exponent: int, style: str, mantissa_digits: int, agrees: bool) -> str:
-    """`value` in the stated style and precision, with more digits only where that would print as 0."""
+    """`value` in the stated style and precision; where it disagrees, with two significant digits at least."""
     if style == "e":
         return f"{value:.{mantissa_digits}e}"
     scale = 100.0 if style == "%" else 1.0
     decimals = max(-exponent - (2 if style == "%" else 0), 0)
-    if not agrees and value != 0 and float(f"{value * scale:.{decimals}f}") == 0:
-        decimals = 1 - int(np.floor(np.log10(abs(value * scale))))  # two significant digits
+    if not agrees and value != 0:
+        decimals = max(decimals, 1 - int(np.floor(np.log10(abs(value * scale)))))
     return f"{value * scale:.{decimals}f}" + ("%" if style == "%" else "")
 
 

@@ -104,7 +104,7 @@ def test_a_broken_function_gets_a_clear_message_not_a_traceback(ex, kind, capsys
 @pytest.mark.parametrize("ex", VALUES, ids=[f"{e.lesson}.{e.name}" for e in VALUES])
 @pytest.mark.parametrize(
     "answer,phrase",
-    [("half", "not numbers"), (None, "not numbers"), ([np.nan] * 4, "nan"), ([1.0, 2.0], "shape")],
+    [("half", "not a number"), (None, "not numbers"), ([np.nan] * 4, "nan"), ([1.0, 2.0], "shape")],
 )
 def test_a_malformed_prediction_gets_a_clear_message(ex, answer, phrase, capsys):
     assert ex.check(answer) is False
@@ -133,3 +133,12 @@ def test_load_gives_fresh_hint_counters(capsys):
 def test_an_unknown_lesson_is_rejected_by_name():
     with pytest.raises(ValueError, match="lesson"):
         exercises.load("99")
+
+
+@pytest.mark.parametrize("answer", ["3/16", "0.1875", 0.1875, 0.188, 0.187])
+def test_a_prediction_within_the_stated_tolerance_or_written_as_a_fraction_is_correct(answer):
+    assert exercises.load("04").q1.evaluate(answer).status == "correct"
+
+
+def test_a_prediction_just_outside_the_tolerance_is_not():
+    assert exercises.load("04").q1.evaluate(0.189).status == "incorrect"

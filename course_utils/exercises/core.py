@@ -16,6 +16,7 @@ sentence about it, not a traceback from ``course_utils``.
 from __future__ import annotations
 
 import copy
+from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
 
@@ -125,10 +126,18 @@ def shift_invariant(run: Run) -> str | None:
     return None
 
 
-def _as_numbers(value: Any, what: str) -> np.ndarray:
-    """Convert a learner's value to a float array, or fail with a sentence."""
+def _as_numbers(value: Any, what: str, *, allow_text: bool = False) -> np.ndarray:
+    """Convert a learner's value to a float array, or fail with a sentence.
+
+    With `allow_text`, a single number written as text, "3/16" or "0.1875", is accepted too.
+    """
     if type(value).__module__.startswith("torch"):
         value = value.detach().cpu().numpy()
+    if allow_text and isinstance(value, str):
+        try:
+            value = float(Fraction(value.strip()))
+        except (ValueError, ZeroDivisionError):
+            raise _Failed(f"{what} the text {value!r:.60}, not a number") from None
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
@@ -284,7 +293,8 @@ class FunctionExercise(Exercise):
         if not np.isfinite(out).all():
             raise _Failed(
                 f"on input {case.describe()} the result contains nan or inf: {describe(out)}. "
-                "Large scores overflow exp(); what can you subtract first?"
+                "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
+                "subtract each row's own maximum first."
             )
         run = Run(answer, case, out, expected)
         max_diff = float(np.abs(out - expected).max()) if out.size else 0.0
@@ -341,7 +351,7 @@ class ValueExercise(Exercise):
         if answer is None:
             return Verdict("incorrect", "✗ Not yet: your answer is None, not numbers. Write your prediction in place of `...`.")
         try:
-            got = _as_numbers(answer, "your answer is")
+            got = _as_numbers(answer, "your answer is", allow_text=True)
         except _Failed as failure:
             return Verdict("incorrect", f"✗ Not yet: {failure}")
         expected = np.asarray(self.reference, dtype=np.float64)
@@ -349,10 +359,11 @@ class ValueExercise(Exercise):
             return Verdict("incorrect", f"✗ Not yet: your answer contains nan or inf: {describe(got)}.")
         if got.shape != expected.shape:
             return Verdict("incorrect", f"✗ Not yet: give {expected.size} number(s) (shape {expected.shape}); you gave shape {got.shape}.")
-        if np.allclose(got, expected, rtol=0, atol=self.atol):
+        tolerance = self.atol * (1 + 1e-9)  # a prediction exactly at the tolerance counts as right
+        if np.allclose(got, expected, rtol=0, atol=tolerance):
             return Verdict("correct", "✓ Correct!")
         for value, text in self._feedback:
-            if value.shape == got.shape and np.allclose(got, value, rtol=0, atol=self.atol):
+            if value.shape == got.shape and np.allclose(got, value, rtol=0, atol=tolerance):
                 return Verdict("incorrect", f"✗ Not yet: {text}")
         max_diff = float(np.abs(got - expected).max())
         return Verdict("incorrect", f"✗ Not yet: max abs diff from the answer is {max_diff:.2g} (tolerance {self.atol:g}).")

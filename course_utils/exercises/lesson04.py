@@ -96,8 +96,6 @@ def _q2() -> FunctionExercise:
             "Sum along the last axis with keepdims=True so each row uses its own average.",
         ],
         solution=_Q2_SOLUTION,
-        rtol=1e-10,
-        atol=1e-12,
     )
 
 
