@@ -241,15 +241,17 @@ def attention_entropy(weights: ArrayLike, axis: int = -1) -> np.ndarray:
         raise ValueError(f"axis={axis} is out of range for weights with {p.ndim} dimension(s)") from None
 
 
-def attention_distance(weights: ArrayLike) -> np.ndarray:
-    r"""The average distance :math:`\sum_j p_{ij} |i - j|` from each query to the keys it attends to.
-
-    Query ``i`` and key ``j`` are the positions along the last two axes,
-    aligned at the upper-left corner (as :func:`causal_mask`).
+def attention_distance(weights: ArrayLike, *, align: str = "upper-left") -> np.ndarray:
+    r"""The average distance :math:`\sum_j p_{ij} |\text{pos}(i) - j|` from each query to the keys it attends to.
 
     Parameters
     ----------
     weights : array_like, shape (..., L, S)
+    align : {"upper-left", "lower-right"}, default "upper-left"
+        Where query ``i`` sits among the keys. ``"upper-left"`` puts it at
+        position ``i``, as :func:`causal_mask` and self-attention do.
+        ``"lower-right"`` puts it at ``S - L + i``: the last ``L`` positions,
+        as when a decoder processes ``L`` new tokens after ``S - L`` cached ones.
 
     Returns
     -------
@@ -259,16 +261,21 @@ def attention_distance(weights: ArrayLike) -> np.ndarray:
     Raises
     ------
     ValueError
-        If `weights` has fewer than 2 dimensions.
+        If `weights` has fewer than 2 dimensions or `align` is unknown.
 
     Examples
     --------
     >>> attention_distance([[1.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.0, 0.0, 1.0]])
     array([0. , 0.5, 0. ])
+    >>> attention_distance([[0.5, 0.0, 0.5]], align="lower-right")  # one new token at position 2
+    array([1.])
     """
     p = as_real_array(weights, "weights")
     if p.ndim < 2:
         raise ValueError(f"weights must have shape (..., L, S); got shape {p.shape}")
+    if align not in ("upper-left", "lower-right"):
+        raise ValueError(f"align must be 'upper-left' or 'lower-right'; got {align!r}")
     n_q, n_k = p.shape[-2:]
-    distance = np.abs(np.arange(n_q)[:, None] - np.arange(n_k)[None, :])
+    offset = n_k - n_q if align == "lower-right" else 0
+    distance = np.abs(np.arange(n_q)[:, None] + offset - np.arange(n_k)[None, :])
     return (p * distance).sum(axis=-1)

@@ -35,6 +35,8 @@ def _parse(stated: str) -> list[tuple[float, int, str]]:
 
 def _format(value: float, exponent: int, style: str, mantissa_digits: int, agrees: bool) -> str:
     """`value` in the stated style and precision; where it disagrees, with two significant digits at least."""
+    if not np.isfinite(value):
+        return str(value)
     if style == "e":
         return f"{value:.{mantissa_digits}e}"
     scale = 100.0 if style == "%" else 1.0

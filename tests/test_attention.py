@@ -146,6 +146,13 @@ def test_entropy_lies_between_zero_and_log_n(n, seed):
     assert -1e-12 <= h <= math.log(n) + 1e-12
 
 
+def test_lower_right_alignment_places_the_queries_at_the_last_positions():
+    w = causal_mask(6) / causal_mask(6).sum(axis=-1, keepdims=True)
+    full = attention_distance(w)
+    np.testing.assert_allclose(attention_distance(w[-2:], align="lower-right"), full[-2:], rtol=1e-15)
+    np.testing.assert_array_equal(attention_distance(w, align="lower-right"), full)  # square: the same
+
+
 def test_attention_distance_known_values_and_causal_case():
     eye = np.eye(4)
     np.testing.assert_array_equal(attention_distance(eye), 0.0)
@@ -189,6 +196,7 @@ def test_bad_arguments_are_rejected_by_name(kwargs, error, match):
         (lambda: padding_mask([1], -2), ValueError, "max_len"),
         (lambda: attention_entropy([-0.5, 1.5]), ValueError, "non-negative"),
         (lambda: attention_distance([0.5, 0.5]), ValueError, "weights"),
+        (lambda: attention_distance([[0.5, 0.5]], align="left"), ValueError, "align"),
     ],
 )
 def test_bad_mask_and_statistic_arguments_are_rejected_by_name(call, error, match):

@@ -46,3 +46,8 @@ def test_counts_must_match():
 def test_a_claim_needs_a_number():
     with pytest.raises(ValueError, match="stated"):
         check_claim("claim", "a lot", 1.0)
+
+
+def test_a_nan_or_infinite_computed_value_is_shown_not_crashed_on(capsys):
+    check_claim("claim", "[0.5, 0.5]", [float("nan"), float("inf")])
+    assert capsys.readouterr().out.rstrip().endswith("computed [nan, inf]")

@@ -237,6 +237,9 @@ class FunctionExercise(Exercise):
         Inputs, from easy to hard; the first failing one is reported.
     properties : sequence of Property
         Checked in order on each case before the comparison with the reference.
+    early_properties : sequence of Property
+        Checked right after the shape, before the check for nan and inf: for
+        outputs where nan or inf is not an overflow but a wrong kind of answer.
     starter : callable
         The stub the notebook ships (it raises ``NotImplementedError``).
     rtol, atol : float
@@ -254,6 +257,7 @@ class FunctionExercise(Exercise):
         reference: Callable[..., Any],
         cases: Sequence[Case],
         properties: Sequence[Property] = (),
+        early_properties: Sequence[Property] = (),
         starter: Callable[..., Any],
         wrong_answers: Mapping[str, Callable[..., Any]],
         hints: Sequence[str],
@@ -266,6 +270,7 @@ class FunctionExercise(Exercise):
         )
         self.cases = tuple(cases)
         self.properties = tuple(properties)
+        self.early_properties = tuple(early_properties)
         self.starter = starter
         self.rtol, self.atol = rtol, atol
 
@@ -290,13 +295,17 @@ class FunctionExercise(Exercise):
         out = _call_safely(answer, case)
         if out.shape != expected.shape:
             raise _Failed(f"on input {case.describe()} the result has shape {out.shape}; expected {expected.shape}")
+        run = Run(answer, case, out, expected)
+        for prop in self.early_properties:
+            problem = prop(run)
+            if problem:
+                raise _Failed(f"on input {case.describe()} the result {problem}")
         if not np.isfinite(out).all():
             raise _Failed(
                 f"on input {case.describe()} the result contains nan or inf: {describe(out)}. "
                 "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
                 "subtract each row's own maximum first."
             )
-        run = Run(answer, case, out, expected)
         max_diff = float(np.abs(out - expected).max()) if out.size else 0.0
         for prop in self.properties:
             problem = prop(run)

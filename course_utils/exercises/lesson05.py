@@ -1,0 +1,299 @@
+"""Exercises for lesson 05, masking and scaled dot-product attention from scratch."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..attention import causal_mask, padding_mask
+from ..softmax import softmax
+from .core import Case, Exercise, FunctionExercise, Run, ValueExercise
+
+
+def _starter(*args: object, **kwargs: object) -> np.ndarray:
+    raise NotImplementedError
+
+
+# --- q1: a causal mask combined with a key-padding mask ----------------------------
+
+
+def _q1_reference(lengths: list[int], max_len: int) -> np.ndarray:
+    return causal_mask(max_len)[None, :, :] & padding_mask(lengths, max_len)[:, None, :]
+
+
+def _q1_causal(max_len: int) -> np.ndarray:
+    return np.tri(max_len, dtype=bool)
+
+
+def _q1_keys(lengths: list[int], max_len: int) -> np.ndarray:
+    return np.arange(max_len)[None, :] < np.asarray(lengths)[:, None]
+
+
+def _q1_or(lengths: list[int], max_len: int) -> np.ndarray:
+    return _q1_causal(max_len)[None] | _q1_keys(lengths, max_len)[:, None, :]
+
+
+def _q1_query_axis(lengths: list[int], max_len: int) -> np.ndarray:
+    return _q1_causal(max_len)[None] & _q1_keys(lengths, max_len)[:, :, None]
+
+
+def _q1_inverted(lengths: list[int], max_len: int) -> np.ndarray:
+    return ~_q1_reference(lengths, max_len)
+
+
+def _q1_upper(lengths: list[int], max_len: int) -> np.ndarray:
+    return _q1_causal(max_len).T[None] & _q1_keys(lengths, max_len)[:, None, :]
+
+
+def _q1_no_new_axis(lengths: list[int], max_len: int) -> np.ndarray:
+    return _q1_causal(max_len) & _q1_keys(lengths, max_len)
+
+
+def _only_true_or_false(run: Run) -> str | None:
+    """Property: the output holds only True/False (or 1/0)."""
+    if not np.isin(run.output, (0.0, 1.0)).all():
+        return "holds values other than True/False; return a bool mask (True = may attend)"
+    return None
+
+
+def _no_later_keys(run: Run) -> str | None:
+    """Property: no query may attend to a key after it."""
+    later = ~np.tri(*run.output.shape[-2:], dtype=bool)
+    if (run.output[..., later] != 0).any():
+        return "lets a query i attend to a later key j > i (True means *may attend*)"
+    return None
+
+
+def _no_padding_keys(run: Run) -> str | None:
+    """Property: no query may attend to a padding key."""
+    lengths, max_len = run.case.args
+    padding = np.arange(max_len)[None, :] >= np.asarray(lengths)[:, None]  # (B, S)
+    if (run.output * padding[:, None, :] != 0).any():
+        return "lets a query attend to a padding key (a key at a position >= the sequence's length)"
+    return None
+
+
+_Q1_SOLUTION = """
+```python
+def causal_padding_mask(lengths, max_len):
+    lengths = np.asarray(lengths)
+    j = np.arange(max_len)
+    causal = j[None, :] <= j[:, None]              # (L, S): key j is not after query i
+    keys = j[None, :] < lengths[:, None]           # (B, S): key j is a real token
+    return causal[None, :, :] & keys[:, None, :]   # (1, L, S) & (B, 1, S) -> (B, L, S)
+```
+A query may attend to a key only if *both* masks allow it, so the masks are combined
+with `&`. The padding mask describes keys, so its new axis goes in the query position:
+`keys[:, None, :]` repeats each sequence's key row for every query. With the course's
+helpers: `cu.causal_mask(max_len)[None] & cu.padding_mask(lengths, max_len)[:, None, :]`.
+"""
+
+
+def _q1() -> FunctionExercise:
+    return FunctionExercise(
+        "05",
+        "q1",
+        "Combine a causal mask with a key-padding mask for a padded batch",
+        reference=_q1_reference,
+        starter=_starter,
+        cases=[
+            # Lengths as a list, as a learner writes them (and as the notebook passes them).
+            Case(([3], 3)),
+            Case(([2, 4], 4)),
+            Case(([3, 1, 5], 5)),
+            Case(([0, 2], 3)),
+        ],
+        early_properties=[_only_true_or_false],
+        properties=[_no_later_keys, _no_padding_keys],
+        wrong_answers={
+            "| (either mask) instead of & (both masks)": _q1_or,
+            "the padding mask on the query axis instead of the key axis": _q1_query_axis,
+            "the convention inverted (True = blocked)": _q1_inverted,
+            "the transposed causal mask (later keys instead of earlier ones)": _q1_upper,
+            "the padding mask without the new axis": _q1_no_new_axis,
+        },
+        hints=[
+            "Build the two masks separately: a causal (L, S) mask and a key-padding (B, S) mask, both True = may attend.",
+            "Query i may attend to key j only if j <= i AND key j is a real token: combine with `&`.",
+            "Give the (B, S) padding mask a query axis, `keys[:, None, :]`, so that it broadcasts with the (L, S) "
+            "causal mask to (B, L, S).",
+        ],
+        solution=_Q1_SOLUTION,
+    )
+
+
+# --- q2: masked softmax ----------------------------------------------------------
+
+
+def _q2_reference(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    mask = np.broadcast_to(mask, np.shape(scores))
+    with np.errstate(invalid="ignore"):  # a fully masked row is NaN here, replaced just below
+        weights = softmax(np.where(mask, scores, -np.inf), axis=-1)
+    return np.where(mask.any(axis=-1, keepdims=True), weights, 0.0)
+
+
+def _q2_mask_after(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return softmax(scores, axis=-1) * mask
+
+
+def _q2_renormalize_after(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    kept = softmax(scores, axis=-1) * mask
+    return kept / kept.sum(axis=-1, keepdims=True)
+
+
+def _q2_inverted(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return _q2_reference(scores, ~np.asarray(mask))
+
+
+def _q2_minus_1e9(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return softmax(np.where(mask, scores, -1e9), axis=-1)
+
+
+def _q2_minus_inf_unguarded(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return softmax(np.where(mask, scores, -np.inf), axis=-1)
+
+
+def _q2_added_as_numbers(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return softmax(scores + mask, axis=-1)
+
+
+def _q2_unstable(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    e = np.exp(scores) * mask
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def _allowed(run: Run) -> np.ndarray:
+    return np.broadcast_to(np.asarray(run.case.args[1], dtype=bool), run.output.shape)
+
+
+def _zero_where_masked(run: Run) -> str | None:
+    """Property: every masked key gets a weight of exactly 0."""
+    blocked = ~_allowed(run)
+    if (run.output[blocked] != 0).any():
+        return (
+            f"gives weight to a masked key (largest such weight {np.abs(run.output[blocked]).max():.4g}); "
+            "mask False = blocked must get exactly 0"
+        )
+    return None
+
+
+def _rows_sum_to_one_where_allowed(run: Run) -> str | None:
+    """Property: a row with an allowed key sums to 1, a row without one sums to 0."""
+    total = run.output.sum(axis=-1)
+    target = _allowed(run).any(axis=-1).astype(float)
+    if not np.allclose(total, target, atol=1e-6):
+        return (
+            f"has row sums {np.round(total, 4).tolist()}; expected {target.tolist()} "
+            "(1 where a row has an allowed key, 0 where it has none)"
+        )
+    return None
+
+
+_Q2_SOLUTION = """
+```python
+def masked_softmax(scores, mask):
+    mask = np.broadcast_to(mask, scores.shape)
+    s = np.where(mask, scores, -np.inf)                  # mask BEFORE the softmax
+    m = s.max(axis=-1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)                  # a fully masked row: avoid -inf - -inf
+    e = np.exp(s - m)                                     # exp(-inf) = 0 exactly
+    total = e.sum(axis=-1, keepdims=True)
+    return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+```
+Blocked scores become -inf before the softmax, so they get exactly 0 and the allowed
+weights share the whole budget of 1. The row maximum is taken over the allowed scores
+only. A row with no allowed key has total 0 and returns zeros, as torch's
+`scaled_dot_product_attention` and `course_utils` do, instead of 0/0 = NaN.
+"""
+
+
+def _q2() -> FunctionExercise:
+    gen = np.random.default_rng(5)
+    causal3 = np.tri(3, dtype=bool)
+    batch_scores = gen.normal(size=(2, 3, 4))
+    batch_mask = np.array([[True, True, True, False], [True, True, False, False]])[:, None, :]
+    return FunctionExercise(
+        "05",
+        "q2",
+        "Masked softmax: attention weights with a bool mask (True = attend)",
+        reference=_q2_reference,
+        starter=_starter,
+        cases=[
+            Case((np.array([2.0, 1.0, 0.5, 3.0]), np.array([True, True, True, False]))),
+            Case((np.array([[0.5, 2.0, -1.0], [1.0, 0.0, 3.0], [-2.0, 1.0, 1.0]]), causal3)),
+            Case((np.array([[1000.0, 999.0, 0.0], [-3.0, 1000.0, 998.0]]), np.array([[True, False, True], [False, True, True]]))),
+            Case((np.array([0.0, 1.0, 800.0]), np.array([True, True, False]))),
+            Case((batch_scores, batch_mask)),
+            Case((np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), np.array([[True, True, False], [False, False, False]]))),
+        ],
+        properties=[_zero_where_masked, _rows_sum_to_one_where_allowed],
+        wrong_answers={
+            "masking after the softmax": _q2_mask_after,
+            "masking after the softmax, then renormalizing": _q2_renormalize_after,
+            "the convention inverted (True = blocked)": _q2_inverted,
+            "-1e9 as the fill value": _q2_minus_1e9,
+            "-inf with no care for a fully masked row": _q2_minus_inf_unguarded,
+            "adding the bool mask to the scores as 1/0": _q2_added_as_numbers,
+            "exponentiating without subtracting the maximum": _q2_unstable,
+        },
+        hints=[
+            "Mask *before* the softmax: replace every blocked score by -inf, e.g. with `np.where(mask, scores, -np.inf)`.",
+            "Then a stable softmax along the last axis. Take the row maximum over the allowed scores only; "
+            "exp(-inf) is exactly 0.",
+            "A row with no allowed key is all -inf: its maximum is -inf and its sum of exponentials 0. Return zeros "
+            "for such rows (as torch's SDPA does), not 0/0 = NaN.",
+        ],
+        solution=_Q2_SOLUTION,
+    )
+
+
+# --- q3: predict the entropy of uniform causal rows -----------------------------
+
+
+def _q3() -> ValueExercise:
+    n = 5
+    visible = np.arange(1, n + 1)  # query i sees keys 0..i: i + 1 keys
+    # A uniform row over m keys has entropy -Σ (1/m) ln(1/m) = ln m.
+    reference = np.log(visible)
+    return ValueExercise(
+        "05",
+        "q3",
+        "Predict the entropy (nats) of each row of causal attention over 5 tokens with equal scores",
+        reference=reference,
+        atol=5e-3,  # two decimals are enough for a prediction
+        wrong_answers={
+            "no mask": (
+                np.full(n, math.log(n)),
+                "that is full attention, where every query sees all 5 keys. With the causal mask, "
+                "query i sees only keys 0..i.",
+            ),
+            "bits instead of nats": (
+                np.log2(visible),
+                "those are bits (log base 2). The course measures entropy in nats, with the natural log.",
+            ),
+            "off by one": (
+                np.log(visible + 1),
+                "query 0 sees one key, itself, not two: a row with a single key has entropy ln 1 = 0.",
+            ),
+            "the number of visible keys": (
+                visible.astype(float),
+                "those are the numbers of visible keys; the entropy of a uniform row is their logarithm.",
+            ),
+        },
+        hints=[
+            "Equal scores and a causal mask: query i spreads its weight equally over the i + 1 keys it may see.",
+            "A uniform row over m keys has weights 1/m, so its entropy is -Σ (1/m) ln(1/m).",
+            "That sum is ln m. Give five numbers, for queries 0 to 4.",
+        ],
+        solution=(
+            "`[0, ln 2, ln 3, ln 4, ln 5] = [0, 0.6931, 1.0986, 1.3863, 1.6094]`: query i sees i + 1 keys with "
+            "equal weights 1/(i + 1), and a uniform row over m keys has entropy ln m, the largest possible "
+            "for m keys. Query 0 sees only itself: one-hot, entropy 0."
+        ),
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2(), _q3()]

@@ -1,0 +1,57 @@
+"""Lesson 05's exercise references agree with torch and course_utils, and each case catches what it is there for."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from course_utils import attention_entropy, causal_mask, exercises, scaled_dot_product_attention
+
+EX = exercises.load("05")
+
+
+@pytest.mark.parametrize("case", EX.q1.cases, ids=lambda c: c.describe())
+def test_q1_reference_equals_torch_causal_and_key_padding_masks(case):
+    lengths, max_len = case.args
+    causal = torch.ones(max_len, max_len, dtype=torch.bool).tril()
+    keys = torch.arange(max_len)[None, :] < torch.tensor(lengths)[:, None]
+    np.testing.assert_array_equal(EX.q1.reference(*case.args), (causal[None] & keys[:, None, :]).numpy())
+
+
+@pytest.mark.parametrize("case", EX.q2.cases, ids=lambda c: c.describe())
+def test_q2_reference_equals_the_weights_of_scaled_dot_product_attention(case):
+    scores, mask = case.args
+    eye = np.eye(scores.shape[-1])
+    # q @ I = scores, so with scale 1 the attention weights are the masked softmax of the scores.
+    _, weights = scaled_dot_product_attention(np.atleast_2d(scores), eye, eye, np.atleast_2d(mask), scale=1.0)
+    np.testing.assert_allclose(EX.q2.reference(scores, mask), weights.reshape(scores.shape), rtol=1e-15, atol=0)
+
+
+@pytest.mark.parametrize("case", EX.q2.cases, ids=lambda c: c.describe())
+def test_q2_reference_equals_torch_softmax_where_a_key_is_allowed(case):
+    scores, mask = (torch.from_numpy(np.asarray(a)) for a in case.args)
+    ref = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1).nan_to_num(0.0)
+    np.testing.assert_allclose(EX.q2.reference(*case.args), ref.numpy(), rtol=1e-12, atol=1e-300)
+
+
+def test_q2_a_fully_masked_row_gives_zeros_not_nan():
+    out = EX.q2.reference(np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([[True, False], [False, False]]))
+    np.testing.assert_array_equal(out, [[1.0, 0.0], [0.0, 0.0]])
+
+
+def test_q2_the_minus_1e9_fill_is_caught_only_by_the_fully_masked_row():
+    wrong = EX.q2.wrong_answers["-1e9 as the fill value"]
+    agrees = [np.allclose(wrong(*c.args), EX.q2.reference(*c.args), rtol=1e-12, atol=0) for c in EX.q2.cases]
+    assert agrees == [True] * (len(agrees) - 1) + [False]
+
+
+def test_q2_renormalizing_after_the_softmax_is_caught_by_a_dominant_masked_score(capsys):
+    assert EX.q2.check(EX.q2.wrong_answers["masking after the softmax, then renormalizing"]) is False
+    assert "800" in capsys.readouterr().out
+
+
+def test_q3_reference_is_the_entropy_of_uniform_causal_rows():
+    mask = causal_mask(5)
+    uniform = mask / mask.sum(axis=-1, keepdims=True)
+    np.testing.assert_allclose(attention_entropy(uniform), EX.q3.reference, rtol=1e-15, atol=1e-15)
