@@ -28,11 +28,13 @@ def pyproject_requirements() -> dict[str, str]:
     return dict(_split(r) for r in reqs)
 
 
-def conda_requirements(path: Path) -> dict[str, str]:
+def conda_requirements(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The conda packages and the pip packages (its `pip:` subsection) of an environment file."""
     env = yaml.safe_load(path.read_text())
     assert env["channels"] == ["conda-forge"], f"{path.name}: use conda-forge only"
-    deps = [d for d in env["dependencies"] if isinstance(d, str)]
-    return dict(_split(d) for d in deps)
+    conda = dict(_split(d) for d in env["dependencies"] if isinstance(d, str))
+    pip = [d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d]
+    return conda, dict(_split(r) for r in (pip[0] if pip else []))
 
 
 def _conda_spec(pip_spec: str) -> str:
@@ -41,15 +43,19 @@ def _conda_spec(pip_spec: str) -> str:
 
 @pytest.mark.parametrize("path", ["environment.yml", "binder/environment.yml"])
 def test_conda_files_list_the_same_packages_and_versions_as_pyproject(path):
-    conda = conda_requirements(ROOT / path)
-    expected = {CONDA_NAME.get(name, name): _conda_spec(spec) for name, spec in pyproject_requirements().items()}
-    got = {name: spec for name, spec in conda.items() if name not in CONDA_ONLY}
-    assert got == expected
+    conda, pip = conda_requirements(ROOT / path)
+    wanted = pyproject_requirements()
+    expected_conda = {CONDA_NAME.get(n, n): _conda_spec(spec) for n, spec in wanted.items() if n not in pip}
+    got_conda = {name: spec for name, spec in conda.items() if name not in CONDA_ONLY}
+    assert got_conda == expected_conda
+    assert pip == {n: wanted[n] for n in pip}, "packages installed by pip must match pyproject.toml too"
+    assert "pip" in conda, "list pip itself when the file has a pip: section"
 
 
 @pytest.mark.parametrize("path", ["environment.yml", "binder/environment.yml"])
 def test_conda_files_use_the_cpu_only_torch(path):
-    names = conda_requirements(ROOT / path)
+    names, pip = conda_requirements(ROOT / path)
+    assert "torch" not in pip
     assert "pytorch-cpu" in names and "pytorch" not in names and "pytorch-gpu" not in names
 
 
