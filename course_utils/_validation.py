@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["as_real_array", "check_axis", "check_positive_finite", "compute_dtype"]
+__all__ = ["as_real_array", "check_axis", "check_int", "check_positive_finite", "compute_dtype"]
 
 
 def as_real_array(x: ArrayLike, name: str = "x") -> np.ndarray:
@@ -53,6 +53,15 @@ def check_axis(axis: object, ndim: int, name: str = "axis") -> int:
     if not -size <= axis < size:
         raise ValueError(f"{name}={axis} is out of range for an input with {ndim} dimension(s)")
     return int(axis) % size
+
+
+def check_int(value: object, name: str, low: int) -> int:
+    """Return `value` as an int if it is an integer (not a bool) >= `low`."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}; got {value}")
+    return int(value)
 
 
 def check_positive_finite(value: object, name: str) -> float:

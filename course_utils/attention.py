@@ -10,12 +10,10 @@ give NaN there instead).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, check_positive_finite
+from ._validation import as_real_array, check_int, check_positive_finite
 from .softmax import softmax
 
 __all__ = [
@@ -25,14 +23,6 @@ __all__ = [
     "padding_mask",
     "scaled_dot_product_attention",
 ]
-
-
-def _check_size(value: object, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
-    if value < 0:
-        raise ValueError(f"{name} must be >= 0; got {value}")
-    return int(value)
 
 
 def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
@@ -64,8 +54,8 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
            [1, 1, 0],
            [1, 1, 1]])
     """
-    rows = _check_size(n_q, "n_q")
-    cols = rows if n_k is None else _check_size(n_k, "n_k")
+    rows = check_int(n_q, "n_q", 0)
+    cols = rows if n_k is None else check_int(n_k, "n_k", 0)
     return np.tri(rows, cols, dtype=bool)
 
 
@@ -97,7 +87,7 @@ def padding_mask(lengths: ArrayLike, max_len: int) -> np.ndarray:
     array([[1, 1, 0, 0],
            [1, 1, 1, 0]])
     """
-    size = _check_size(max_len, "max_len")
+    size = check_int(max_len, "max_len", 0)
     arr = np.asarray(lengths)
     if arr.dtype.kind not in "iu" or arr.dtype == bool:
         raise TypeError(f"lengths must be integers; got dtype {arr.dtype}")

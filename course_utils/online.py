@@ -12,13 +12,12 @@ blocks of keys.
 
 from __future__ import annotations
 
-import numbers
 from typing import NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, check_axis, compute_dtype
+from ._validation import as_real_array, check_axis, check_int, compute_dtype
 
 __all__ = ["SoftmaxState", "merge_softmax_states", "online_softmax", "softmax_state"]
 
@@ -134,10 +133,7 @@ def online_softmax(x: ArrayLike, axis: int = -1, *, block_size: int | None = Non
     array([0.1025, 0.0377, 0.1025, 0.7573])
     """
     if block_size is not None:
-        if isinstance(block_size, bool) or not isinstance(block_size, numbers.Integral):
-            raise TypeError(f"block_size must be an int or None; got {type(block_size).__name__} {block_size!r}")
-        if block_size < 1:
-            raise ValueError(f"block_size must be >= 1; got {block_size}")
+        block_size = check_int(block_size, "block_size", 1)
     arr = as_real_array(x, "x")
     ax = check_axis(axis, arr.ndim)
     work = np.atleast_1d(arr).astype(compute_dtype(arr.dtype), copy=False)

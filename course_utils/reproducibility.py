@@ -6,6 +6,7 @@ import random
 
 import numpy as np
 
+from ._validation import check_int
 from .plotting import use_course_style
 
 __all__ = ["setup"]
@@ -42,11 +43,7 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
     >>> round(float(rng.normal()), 4)
     0.3456
     """
-    for name, value, low in (("seed", seed, 0), ("threads", threads, 1)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-            raise TypeError(f"{name} must be an int; got {type(value).__name__} {value!r}")
-        if value < low:
-            raise ValueError(f"{name} must be >= {low}; got {value}")
+    seed, threads = check_int(seed, "seed", 0), check_int(threads, "threads", 1)
     random.seed(seed)
     np.random.seed(seed)
     np.set_printoptions(precision=4, suppress=True)

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, check_axis, compute_dtype
+from ._validation import as_real_array, check_axis, check_int, compute_dtype
 from .softmax import softmax
 
 __all__ = ["entmax15", "entmax15_backward", "entmax_bisect", "sparsemax", "sparsemax_backward"]
@@ -159,11 +159,7 @@ def _check_alpha_and_iterations(alpha: object, n_iter: object) -> tuple[float, i
         raise TypeError(f"alpha must be a finite real number >= 1; got {alpha!r}")
     if alpha < 1:
         raise ValueError(f"alpha must be >= 1 (1 is softmax, 2 is sparsemax); got {alpha}")
-    if isinstance(n_iter, bool) or not isinstance(n_iter, numbers.Integral):
-        raise TypeError(f"n_iter must be an int; got {type(n_iter).__name__} {n_iter!r}")
-    if n_iter < 1:
-        raise ValueError(f"n_iter must be >= 1; got {n_iter}")
-    return float(alpha), int(n_iter)
+    return float(alpha), check_int(n_iter, "n_iter", 1)
 
 
 def entmax_bisect(x: ArrayLike, alpha: float = 1.5, axis: int = -1, n_iter: int = 50) -> np.ndarray:

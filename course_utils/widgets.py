@@ -9,11 +9,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array
+from ._validation import as_real_array, check_int
+from .experiments import sample_scores
 from .plotting import PALETTE
 from .softmax import softmax
 
-__all__ = ["temperature_explorer"]
+__all__ = ["dk_explorer", "temperature_explorer"]
 
 
 def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
@@ -71,3 +72,79 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
         value=1.0, base=10, min=-2, max=2, step=0.01, description="T", readout_format=".2f", continuous_update=True
     )
     return widgets.interactive(draw, temperature=slider)
+
+
+def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widgets.interactive:
+    """A d_k slider that redraws random attention scores with and without the 1/sqrt(d_k) scaling.
+
+    Left: the histogram of the raw scores ``q·k`` and of the scaled scores
+    ``q·k / sqrt(d_k)``, on one fixed axis, so the raw ones visibly spread as
+    d_k grows while the scaled ones stay put. Right: the softmax of one row
+    of those scores, raw and scaled, as bars.
+
+    Parameters
+    ----------
+    n_keys : int, default 16
+        Keys per row (bars in the right panel), >= 1.
+    n_rows : int, default 200
+        Rows in the histogram (``n_rows * n_keys`` scores), >= 1.
+    seed : int, default 0
+        Each slider position draws its scores with
+        ``sample_scores(d_k, n_keys, n_rows, numpy.random.default_rng([seed, d_k]))``,
+        so returning to a position shows the same sample.
+
+    Returns
+    -------
+    ipywidgets.interactive
+        Display it in a notebook. Its ``children[0]`` is the slider (a
+        ``SelectionSlider`` over d_k = 1, 2, 4, ..., 1024, starting at 64) and
+        its ``result`` is a dict with the row last drawn: ``"d_k"``,
+        ``"scores"`` (the raw scores of the row), ``"raw"`` (their softmax)
+        and ``"scaled"`` (the softmax of ``scores / sqrt(d_k)``).
+
+    Raises
+    ------
+    TypeError, ValueError
+        If `n_keys`, `n_rows` or `seed` is not an int, or `n_keys` or `n_rows` < 1, or `seed` < 0.
+
+    Examples
+    --------
+    In a notebook (outside one, the widget has nowhere to draw):
+
+    >>> explorer = dk_explorer()  # doctest: +SKIP
+    >>> explorer  # shows the slider, the histograms and the bars  # doctest: +SKIP
+    >>> explorer.children[0].value = 1024  # doctest: +SKIP
+    >>> explorer.result["raw"].max() > explorer.result["scaled"].max()  # doctest: +SKIP
+    True
+    """
+    n_k = check_int(n_keys, "n_keys", 1)
+    n_r = check_int(n_rows, "n_rows", 1)
+    base_seed = check_int(seed, "seed", 0)
+    options = [2**i for i in range(11)]
+    # One x-range for every position: 4 standard deviations of the raw scores at the largest d_k.
+    bins = np.linspace(-4 * np.sqrt(options[-1]), 4 * np.sqrt(options[-1]), 129)
+
+    def draw(d_k: int) -> dict[str, object]:
+        raw = sample_scores(d_k, n_k, n_r, np.random.default_rng([base_seed, d_k]))
+        scaled = raw / np.sqrt(d_k)
+        row = {"d_k": d_k, "scores": raw[0], "raw": softmax(raw[0]), "scaled": softmax(scaled[0])}
+        fig, (ax_hist, ax_row) = plt.subplots(1, 2, figsize=(10.0, 3.4))
+        ax_hist.hist(raw.ravel(), bins=bins, histtype="stepfilled", color=PALETTE[0], alpha=0.7, label="raw q·k")
+        ax_hist.hist(scaled.ravel(), bins=bins, histtype="stepfilled", color=PALETTE[1], alpha=0.7, label="q·k / √d_k")
+        ax_hist.set_xlabel("attention score")
+        ax_hist.set_ylabel(f"count (of {raw.size} scores)")
+        ax_hist.set_title(f"Scores at d_k = {d_k} (raw std ≈ √d_k = {np.sqrt(d_k):.0f})")
+        ax_hist.legend()
+        keys = np.arange(n_k)
+        ax_row.bar(keys - 0.2, row["raw"], width=0.4, color=PALETTE[0], label="softmax(raw)")
+        ax_row.bar(keys + 0.2, row["scaled"], width=0.4, color=PALETTE[1], label="softmax(scaled)")
+        ax_row.set_ylim(0, 1.05)
+        ax_row.set_xlabel("key")
+        ax_row.set_ylabel("attention weight")
+        ax_row.set_title("One attention row")
+        ax_row.legend()
+        plt.show()
+        return row
+
+    slider = widgets.SelectionSlider(options=options, value=64, description="d_k", continuous_update=True)
+    return widgets.interactive(draw, d_k=slider)

@@ -1,0 +1,207 @@
+"""Exercises for lesson 03, the √d_k variance experiment."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .core import Case, Exercise, FunctionExercise, Run, ValueExercise
+
+
+def _starter(*args: object, **kwargs: object) -> np.ndarray:
+    raise NotImplementedError
+
+
+#: The variance of every component of q and k in the experiment (N(0, 1)).
+_COMPONENT_VARIANCE = 1.0
+
+
+# --- q1: predict Var(q·k) for d_k = 256 ----------------------------------------
+
+
+def _q1() -> ValueExercise:
+    d_k = 256
+    # q·k is a sum of d_k independent terms q_i k_i, each with variance E[q_i²] E[k_i²].
+    variance = d_k * _COMPONENT_VARIANCE * _COMPONENT_VARIANCE
+    return ValueExercise(
+        "03",
+        "q1",
+        "Predict Var(q·k) for d_k = 256 with unit-variance components",
+        reference=variance,
+        wrong_answers={
+            "the standard deviation": (
+                math.sqrt(variance),
+                "that is the standard deviation, √256. The question asks for the variance, its square.",
+            ),
+            "the variance after scaling": (
+                variance / d_k,
+                "that is the variance *after* dividing by √d_k. Before the division it is larger.",
+            ),
+            "unit-norm vectors": (
+                1 / d_k,
+                "that would be the variance for unit-*norm* vectors. Here each *component* has variance 1.",
+            ),
+            "the mean": (0.0, "that is the mean of q·k. The variance measures its spread around that mean."),
+            "d_k squared": (
+                variance * d_k,
+                "for independent terms the variances add up: d_k terms with variance 1 each.",
+            ),
+        },
+        hints=[
+            "q·k = q_1 k_1 + q_2 k_2 + ... + q_256 k_256, and the 256 terms are independent.",
+            "Each term q_i k_i has mean 0 and variance E[q_i²] E[k_i²] = 1 · 1.",
+            "The variance of a sum of independent terms is the sum of their variances.",
+        ],
+        solution=(
+            "`256`: Var(q·k) = Σ Var(q_i k_i) = 256 · 1 = d_k. Its standard deviation is √256 = 16, "
+            "and after dividing by √d_k = 16 the variance is 1."
+        ),
+    )
+
+
+# --- q2: predict Var(u·v) for unit vectors, d_k = 64 ---------------------------
+
+
+def _q2() -> ValueExercise:
+    d_k = 64
+    # |u|² = u_1² + ... + u_d² = 1 and all d components are alike, so E[u_1²] = 1 / d_k;
+    # rotating v to the first axis gives u·v = u_1, with mean 0 and variance E[u_1²].
+    variance = 1.0 / d_k
+    return ValueExercise(
+        "03",
+        "q2",
+        "Predict Var(u·v) for random unit vectors in d_k = 64",
+        reference=variance,
+        wrong_answers={
+            "unit-variance components": (
+                float(d_k),
+                "64 is the variance for vectors whose *components* have variance 1; their length is about "
+                "√64 = 8. Unit vectors are 8 times shorter, each of them.",
+            ),
+            "the standard deviation": (
+                math.sqrt(variance),
+                "that is the standard deviation, 1/8. The question asks for the variance.",
+            ),
+            "the largest possible value": (
+                1.0,
+                "|u·v| can never exceed 1 for unit vectors, but 1 is the extreme, not the typical spread.",
+            ),
+            "the mean": (0.0, "that is the mean of u·v. The variance measures its spread around it."),
+        },
+        hints=[
+            "A unit vector u is a vector q with N(0, 1) components divided by its length |q|, which is about √d_k.",
+            "Fix v. By symmetry you may rotate it onto the first axis; then u·v = u_1, the first component of u.",
+            "u_1² + u_2² + ... + u_64² = 1, and all 64 components are alike: what is E[u_1²]?",
+        ],
+        solution=(
+            "`1/64 = 0.015625`: with v rotated onto the first axis, u·v = u_1, and since the 64 squared "
+            "components of u sum to 1 and are alike, Var(u_1) = E[u_1²] = 1/64. Equivalently: u·v = "
+            "q·k / (|q| |k|), and |q| |k| ≈ √64 · √64 = 64, so the variance d_k = 64 is divided by 64²."
+        ),
+    )
+
+
+# --- q3: scaled attention scores -----------------------------------------------
+
+
+def _q3_reference(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    return Q @ K.T / np.sqrt(Q.shape[-1])
+
+
+def _q3_unscaled(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    return Q @ K.T
+
+
+def _q3_divide_by_d(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    return Q @ K.T / Q.shape[-1]
+
+
+def _q3_multiply(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    return Q @ K.T * np.sqrt(Q.shape[-1])
+
+
+def _q3_no_transpose(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    return Q @ K / np.sqrt(Q.shape[-1])
+
+
+def _q3_number_of_keys(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    return Q @ K.T / np.sqrt(K.shape[0])
+
+
+def _q3_number_of_queries(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    return Q @ K.T / np.sqrt(Q.shape[0])
+
+
+def _q3_in_place(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+    Q /= np.sqrt(Q.shape[-1])
+    return Q @ K.T
+
+
+def _right_scale(run: Run) -> str | None:
+    """Property: the result is not the right matrix times a wrong constant factor."""
+    out, expected = run.output, run.expected
+    norm = float((expected * expected).sum())
+    if norm == 0:
+        return None
+    factor = float((out * expected).sum()) / norm
+    if not math.isclose(factor, 1.0, rel_tol=1e-6) and np.allclose(out, factor * expected, rtol=1e-6, atol=1e-9):
+        d_k = np.shape(run.case.args[0])[-1]
+        return (
+            f"is Q Kᵀ / √d_k times {factor:.4g}: the scale is wrong. Divide by √d_k = {math.sqrt(d_k):g}, "
+            f"where d_k = {d_k} is the length of each query and key"
+        )
+    return None
+
+
+_Q3_SOLUTION = """
+```python
+def scaled_scores(Q, K):
+    d_k = Q.shape[-1]                 # the length of each query (and key)
+    return Q @ K.T / np.sqrt(d_k)     # (n, d_k) @ (d_k, m) -> (n, m)
+```
+Row i, column j is q_i · k_j / √d_k: the score of query i against key j. d_k is the
+length of the vectors, not the number of queries or keys.
+"""
+
+
+def _q3() -> FunctionExercise:
+    gen = np.random.default_rng(3)
+    # First case: 4 keys of length 4, so that forgetting the transpose still runs but gives other numbers.
+    Q1 = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0]])
+    K1 = np.array([[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 3.0, 0.0], [1.0, 0.0, 0.0, -1.0], [2.0, 2.0, 2.0, 2.0]])
+    return FunctionExercise(
+        "03",
+        "q3",
+        "Scaled attention scores Q Kᵀ / √d_k",
+        reference=_q3_reference,
+        starter=_starter,
+        cases=[
+            Case((Q1, K1)),
+            Case((gen.integers(-3, 4, size=(3, 9)).astype(float), gen.integers(-3, 4, size=(5, 9)).astype(float))),
+            Case((gen.standard_normal((1, 16)), gen.standard_normal((2, 16)))),
+            Case((gen.standard_normal((4, 64)), gen.standard_normal((6, 64)))),
+        ],
+        properties=[_right_scale],
+        wrong_answers={
+            "no scaling": _q3_unscaled,
+            "dividing by d_k instead of its square root": _q3_divide_by_d,
+            "multiplying by √d_k": _q3_multiply,
+            "forgetting the transpose": _q3_no_transpose,
+            "the number of keys instead of d_k": _q3_number_of_keys,
+            "the number of queries instead of d_k": _q3_number_of_queries,
+            "modifying Q in place": _q3_in_place,
+        },
+        hints=[
+            "Q has one query per row and K one key per row; the score of query i and key j is their dot product.",
+            "All the dot products at once: `Q @ K.T`, shape (number of queries, number of keys).",
+            "d_k is the length of each vector, `Q.shape[-1]`; divide by its square root, `np.sqrt(d_k)`.",
+        ],
+        solution=_Q3_SOLUTION,
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2(), _q3()]
+
