@@ -32,7 +32,7 @@ $(STAMP): pyproject.toml | $(PY)
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 lab: install
-	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/01_softmax_basics.ipynb
+	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
 # Unit tests and doctests, then strict nbval of every notebook under 1 and 2 threads.
 test: install unit nbval

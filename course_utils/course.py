@@ -1,20 +1,31 @@
 """Lesson metadata: one record per notebook, from which its header is built.
 
 Each notebook stores, under ``metadata["course"]``, its lesson number, title,
-estimated minutes, learning objectives and prerequisites. The notebook's first
-cell is generated from that record by :func:`header_markdown`, and the tests
-check that the two agree, so what a learner reads at the top of a lesson can
-never drift from what the course knows about it.
+estimated minutes, learning objectives, prerequisites and the earlier lessons
+it builds on (``requires``). The notebook's first cell is generated from that
+record by :func:`header_markdown`, and the course map of the start-here
+notebook by :func:`course_map_markdown` and :func:`plot_prerequisites`; the
+tests check that they agree, so what a learner reads can never drift from what
+the course knows about its lessons.
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-__all__ = ["Lesson", "header_markdown", "read_lesson", "METADATA_KEY"]
+__all__ = [
+    "METADATA_KEY",
+    "Lesson",
+    "course_map_markdown",
+    "header_markdown",
+    "plot_prerequisites",
+    "read_course",
+    "read_lesson",
+]
 
 METADATA_KEY = "course"
 _FIELDS = ("lesson", "title", "minutes", "objectives", "prerequisites")
@@ -29,6 +40,7 @@ class Lesson:
     minutes: int
     objectives: tuple[str, ...]
     prerequisites: tuple[str, ...]
+    requires: tuple[str, ...] = ()
     path: Path | None = None
 
     @classmethod
@@ -47,14 +59,24 @@ class Lesson:
         minutes = record["minutes"]
         if not isinstance(minutes, int) or minutes <= 0:
             raise ValueError(f"minutes{where} must be a positive int; got {minutes!r}")
+        requires = tuple(str(r) for r in record.get("requires", ()))
+        if any(r >= str(record["lesson"]) for r in requires):
+            raise ValueError(f"requires{where} may only name earlier lessons; got {list(requires)}")
         return cls(
             lesson=str(record["lesson"]),
             title=str(record["title"]),
             minutes=minutes,
             objectives=tuple(record["objectives"]),
             prerequisites=tuple(record["prerequisites"]),
+            requires=requires,
             path=path,
         )
+
+    @property
+    def link(self) -> str:
+        """A Markdown link to this lesson's notebook, relative to the notebooks folder."""
+        name = self.path.name if self.path else ""
+        return f"[Lesson {self.lesson} · {self.title}]({name})"
 
 
 def read_lesson(path: str | Path) -> Lesson:
@@ -64,8 +86,16 @@ def read_lesson(path: str | Path) -> Lesson:
     return Lesson.from_metadata(nb.get("metadata", {}).get(METADATA_KEY, {}), path)
 
 
-def header_markdown(lesson: Lesson) -> str:
+def read_course(directory: str | Path) -> dict[str, Lesson]:
+    """Every lesson of the notebooks in `directory`, keyed and sorted by lesson number."""
+    lessons = [read_lesson(p) for p in sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))]
+    return {lesson.lesson: lesson for lesson in lessons}
+
+
+def header_markdown(lesson: Lesson, course: Mapping[str, Lesson] | None = None) -> str:
     """The Markdown of a notebook's first cell, built from its lesson record.
+
+    Lessons it ``requires`` are linked when `course` (from :func:`read_course`) is given.
 
     Examples
     --------
@@ -92,4 +122,68 @@ def header_markdown(lesson: Lesson) -> str:
         "**Before you start, you should know:**",
         *[f"- {item}" for item in lesson.prerequisites],
     ]
+    if lesson.requires:
+        links = [course[r].link if course and r in course else f"Lesson {r}" for r in lesson.requires]
+        lines += ["", "**Lessons to do first:** " + ", ".join(links)]
     return "\n".join(lines)
+
+
+def course_map_markdown(course: Mapping[str, Lesson]) -> str:
+    """A Markdown table of the lessons: link, minutes, what you learn, what to do first.
+
+    Examples
+    --------
+    >>> a = Lesson("01", "Basics", 30, ("Compute a softmax",), ("Python",), path=Path("01_basics.ipynb"))
+    >>> print(course_map_markdown({"01": a}))
+    | Lesson | Minutes | You will be able to | Do first |
+    |---|---|---|---|
+    | [Lesson 01 · Basics](01_basics.ipynb) | 30 | Compute a softmax | (none) |
+    <BLANKLINE>
+    **Total: 30 minutes** (about 0.5 hours).
+    """
+    rows = ["| Lesson | Minutes | You will be able to | Do first |", "|---|---|---|---|"]
+    for lesson in course.values():
+        objectives = "<br>".join(f"• {o}" for o in lesson.objectives) if len(lesson.objectives) > 1 else lesson.objectives[0]
+        first = ", ".join(lesson.requires) if lesson.requires else "(none)"
+        rows.append(f"| {lesson.link} | {lesson.minutes} | {objectives} | {first} |")
+    total = sum(lesson.minutes for lesson in course.values())
+    return "\n".join(rows) + f"\n\n**Total: {total} minutes** (about {total / 60:.1f} hours)."
+
+
+def plot_prerequisites(course: Mapping[str, Lesson]):  # -> matplotlib Figure
+    """Draw the lessons as a graph: an arrow from each lesson to every lesson that requires it.
+
+    Lessons are placed left to right by number and bottom to top by depth
+    (the length of the longest chain of prerequisites leading to them).
+    """
+    import matplotlib.pyplot as plt
+
+    from .plotting import PALETTE
+
+    depth: dict[str, int] = {}
+    for key, lesson in course.items():  # sorted by number, and requires names earlier lessons only
+        depth[key] = 1 + max((depth[r] for r in lesson.requires if r in depth), default=-1)
+    fig, ax = plt.subplots(figsize=(8.0, 4.2))
+    for key, lesson in course.items():
+        for r in lesson.requires:
+            if r in course:
+                ax.annotate(
+                    "", xy=(int(key), depth[key]), xytext=(int(r), depth[r]),
+                    arrowprops={"arrowstyle": "->", "color": "#777777", "shrinkA": 14, "shrinkB": 14},
+                )
+    for key, lesson in course.items():
+        ax.scatter(int(key), depth[key], s=900, color=PALETTE[0], zorder=3)
+        ax.annotate(key, (int(key), depth[key]), ha="center", va="center", color="white", weight="bold", zorder=4)
+        short = lesson.title.split(":")[0]
+        ax.annotate(textwrap.fill(short, 16), (int(key), depth[key]),
+                    xytext=(0, -22), textcoords="offset points", ha="center", va="top", fontsize=8)
+    keys = [int(k) for k in course]
+    ax.set_xlim(min(keys) - 0.7, max(keys) + 0.7)
+    ax.set_ylim(-1.0, max(depth.values()) + 0.5)
+    ax.set_xticks(keys)
+    ax.set_yticks(range(max(depth.values()) + 1))
+    ax.set_xlabel("lesson number (suggested order)")
+    ax.set_ylabel("longest chain of lessons before it")
+    ax.set_title("Which lessons build on which")
+    ax.grid(False)
+    return fig

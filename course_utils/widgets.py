@@ -13,8 +13,9 @@ from ._validation import as_real_array, check_int
 from .experiments import sample_scores
 from .plotting import PALETTE
 from .softmax import softmax
+from .sparse import entmax15, entmax_bisect, sparsemax
 
-__all__ = ["dk_explorer", "temperature_explorer"]
+__all__ = ["alpha_explorer", "dk_explorer", "temperature_explorer"]
 
 
 def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
@@ -133,7 +134,7 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widget
         ax_hist.hist(scaled.ravel(), bins=bins, histtype="stepfilled", color=PALETTE[1], alpha=0.7, label="q·k / √d_k")
         ax_hist.set_xlabel("attention score")
         ax_hist.set_ylabel(f"count (of {raw.size} scores)")
-        ax_hist.set_title(f"Scores at d_k = {d_k} (raw std ≈ √d_k = {np.sqrt(d_k):.0f})")
+        ax_hist.set_title(f"Scores at d_k = {d_k} (raw std ≈ √d_k = {np.sqrt(d_k):.1f})")
         ax_hist.legend()
         keys = np.arange(n_k)
         ax_row.bar(keys - 0.2, row["raw"], width=0.4, color=PALETTE[0], label="softmax(raw)")
@@ -148,3 +149,82 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widget
 
     slider = widgets.SelectionSlider(options=options, value=64, description="d_k", continuous_update=True)
     return widgets.interactive(draw, d_k=slider)
+
+
+def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
+    """An α slider that redraws α-entmax of one row of scores, from softmax (α = 1) to sparsemax (α = 2) and beyond.
+
+    Parameters
+    ----------
+    scores : array_like
+        One 1-D row of scores.
+    labels : sequence of str, optional
+        One name per score (tokens, say); by default the positions.
+
+    Returns
+    -------
+    ipywidgets.interactive
+        Display it in a notebook. Its ``children[0]`` is the slider (a
+        ``FloatSlider`` from α = 1 to 3 in steps of 0.05, starting at 1) and its
+        ``result`` holds the weights last drawn. The title names the mapping and
+        the support size (how many weights are not exactly 0); exact zeros are
+        labelled "0".
+
+    Raises
+    ------
+    ValueError
+        If `scores` is not 1-D and non-empty, or `labels` has another length.
+    TypeError
+        If `scores` does not hold real numbers.
+
+    Notes
+    -----
+    α = 1 is computed by :func:`~course_utils.softmax`, α = 1.5 by
+    :func:`~course_utils.entmax15` and α = 2 by :func:`~course_utils.sparsemax`,
+    all exactly; every other α by :func:`~course_utils.entmax_bisect`.
+
+    Examples
+    --------
+    In a notebook (outside one, the widget has nowhere to draw):
+
+    >>> explorer = alpha_explorer([1.0, 0.8, 0.1], ["a", "b", "c"])  # doctest: +SKIP
+    >>> explorer  # shows the slider and the bars  # doctest: +SKIP
+    >>> explorer.children[0].value = 2.0  # sparsemax  # doctest: +SKIP
+    >>> explorer.result  # doctest: +SKIP
+    array([0.6, 0.4, 0. ])
+    """
+    row = as_real_array(scores, "scores")
+    if row.ndim != 1 or row.size == 0:
+        raise ValueError(f"scores must be one non-empty row (1-D); got shape {row.shape}")
+    names = [str(i) for i in range(row.size)] if labels is None else [str(label) for label in labels]
+    if len(names) != row.size:
+        raise ValueError(f"labels must have one name per score: {len(names)} labels for {row.size} scores")
+
+    def mapping(alpha: float) -> tuple[np.ndarray, str]:
+        # The exact closed forms where they exist (a slider value can be 2.0000000000000004).
+        if abs(alpha - 1.0) < 1e-9:
+            return softmax(row), "softmax"
+        if abs(alpha - 1.5) < 1e-9:
+            return entmax15(row), "1.5-entmax"
+        if abs(alpha - 2.0) < 1e-9:
+            return sparsemax(row), "sparsemax"
+        return entmax_bisect(row, alpha=alpha), f"{alpha:.2f}-entmax"
+
+    def draw(alpha: float) -> np.ndarray:
+        weights, name = mapping(float(alpha))
+        support = int(np.count_nonzero(weights))
+        fig, ax = plt.subplots(figsize=(5.6, 3.0))
+        colors = [PALETTE[0] if w > 0 else PALETTE[1] for w in weights]
+        bars = ax.bar(names, weights, color=colors)
+        ax.bar_label(bars, labels=[f"{w:.3f}" if w > 0 else "0" for w in weights], padding=2)
+        ax.set_ylim(0, 1.12)
+        ax.set_xlabel("position (token)")
+        ax.set_ylabel("attention weight")
+        ax.set_title(f"α = {alpha:.2f} ({name}): support {support} of {row.size}")
+        plt.show()
+        return weights
+
+    slider = widgets.FloatSlider(
+        value=1.0, min=1.0, max=3.0, step=0.05, description="α", readout_format=".2f", continuous_update=True
+    )
+    return widgets.interactive(draw, alpha=slider)

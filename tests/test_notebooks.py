@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.course import METADATA_KEY, Lesson, header_markdown
+from course_utils.course import METADATA_KEY, Lesson, header_markdown, read_course
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -87,7 +87,8 @@ def test_metadata_is_complete_and_the_header_shows_it(notebook):
     assert path.name.startswith(lesson.lesson + "_")
     first = nb["cells"][0]
     assert first["cell_type"] == "markdown"
-    assert "".join(first["source"]) == header_markdown(lesson), "run `python tools/notebooks.py headers` on it"
+    expected = header_markdown(lesson, read_course(path.parent))
+    assert "".join(first["source"]) == expected, "run `python tools/notebooks.py headers` on it"
 
 
 def test_ends_with_a_summary_and_what_comes_next(notebook):
@@ -119,3 +120,24 @@ def test_stored_exercises_are_unattempted_and_reveal_nothing(notebook):
         assert not re.search(r"^\s*ex\.\w+\.(solution|hint)\(", source, re.MULTILINE), f"code cell {i} reveals help"
         if re.search(r"ex\.\w+\.check\(", source):
             assert any("Not attempted" in _text(o) for o in cell["outputs"]), f"code cell {i} is not in its starter state"
+
+
+def test_every_required_lesson_exists():
+    course = read_course(ROOT / "notebooks")
+    for lesson in course.values():
+        missing = [r for r in lesson.requires if r not in course]
+        assert not missing, f"lesson {lesson.lesson} requires missing lessons {missing}"
+
+
+LINK = re.compile(r"\]\(([^)#\s]+\.ipynb)(#[^)]*)?\)")
+
+
+def test_every_link_between_notebooks_resolves(notebook):
+    path, nb = notebook
+    for i, cell in enumerate(nb["cells"], 1):
+        texts = ["".join(cell["source"])] if cell["cell_type"] == "markdown" else []
+        for out in cell.get("outputs", []):
+            texts.append("".join(out.get("data", {}).get("text/markdown", "")))
+        for text in texts:
+            for target, _ in LINK.findall(text):
+                assert (path.parent / target).is_file(), f"cell {i} links to missing {target}"

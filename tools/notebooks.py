@@ -17,22 +17,23 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
-from course_utils.course import METADATA_KEY, Lesson, header_markdown
+from course_utils.course import METADATA_KEY, Lesson, header_markdown, read_course
 
 
-def sync_header(nb: nbformat.NotebookNode) -> None:
+def sync_header(nb: nbformat.NotebookNode, folder: Path) -> None:
+    """Rebuild the first cell from the notebook's lesson record (linking the lessons it requires)."""
     lesson = Lesson.from_metadata(nb.metadata[METADATA_KEY])
     first = nb.cells[0]
     if first.cell_type != "markdown":
         raise SystemExit("the first cell must be the Markdown header")
-    first.source = header_markdown(lesson)
+    first.source = header_markdown(lesson, read_course(folder))
 
 
 def main(command: str, paths: list[str]) -> None:
     for name in paths:
         path = Path(name)
         nb = nbformat.read(path, as_version=4)
-        sync_header(nb)
+        sync_header(nb, path.parent)
         if command == "execute":
             NotebookClient(
                 nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}

@@ -160,7 +160,7 @@ def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
         if isinstance(before, np.ndarray) and not np.array_equal(before, after, equal_nan=True):
             raise _Failed(
                 f"your function changed its input in place on {case.describe()}; "
-                "work on a new array (e.g. `x - m` instead of `x -= m`)"
+                "compute into a new array (e.g. `y = x / s` rather than `x /= s`)"
             )
     if out is None:
         raise _Failed(f"your function returned None on input {case.describe()}: did you forget `return`?")
@@ -339,6 +339,7 @@ class ValueExercise(Exercise):
         hints: Sequence[str],
         solution: str,
         atol: float = 5e-4,
+        rtol: float = 0.0,
     ) -> None:
         super().__init__(
             lesson,
@@ -351,7 +352,7 @@ class ValueExercise(Exercise):
         )
         self._feedback = [(np.asarray(value, dtype=np.float64), text) for value, text in wrong_answers.values()]
         self.starter = ...
-        self.atol = atol
+        self.atol, self.rtol = atol, rtol
 
     def evaluate(self, answer: Any) -> Verdict:
         """Return the verdict on `answer` without printing anything."""
@@ -368,11 +369,13 @@ class ValueExercise(Exercise):
             return Verdict("incorrect", f"✗ Not yet: your answer contains nan or inf: {describe(got)}.")
         if got.shape != expected.shape:
             return Verdict("incorrect", f"✗ Not yet: give {expected.size} number(s) (shape {expected.shape}); you gave shape {got.shape}.")
-        tolerance = self.atol * (1 + 1e-9)  # a prediction exactly at the tolerance counts as right
-        if np.allclose(got, expected, rtol=0, atol=tolerance):
+        # A prediction exactly at the tolerance counts as right (hence the 1 + 1e-9).
+        atol, rtol = self.atol * (1 + 1e-9), self.rtol * (1 + 1e-9)
+        if np.allclose(got, expected, rtol=rtol, atol=atol):
             return Verdict("correct", "✓ Correct!")
         for value, text in self._feedback:
-            if value.shape == got.shape and np.allclose(got, value, rtol=0, atol=tolerance):
+            if value.shape == got.shape and np.allclose(got, value, rtol=rtol, atol=atol):
                 return Verdict("incorrect", f"✗ Not yet: {text}")
         max_diff = float(np.abs(got - expected).max())
-        return Verdict("incorrect", f"✗ Not yet: max abs diff from the answer is {max_diff:.2g} (tolerance {self.atol:g}).")
+        tolerance = f"tolerance {self.atol:g}" + (f" + {self.rtol:g} of the answer" if self.rtol else "")
+        return Verdict("incorrect", f"✗ Not yet: max abs diff from the answer is {max_diff:.2g} ({tolerance}).")
