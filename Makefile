@@ -12,43 +12,60 @@ TORCH_PIP_ARGS ?=
 # Kernels and settings come from .venv, never from a user-wide Jupyter install.
 export JUPYTER_PREFER_ENV_PATH := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
+NBVAL := -p no:cacheprovider --nbval --nbval-current-env --nbval-sanitize-with tests/sanitize.cfg
+# Jupyter refuses to run as root unless told; containers and CI machines often are root.
+ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval outputs install clean
+.PHONY: lab test unit nbval browser browser-deps outputs install clean
 
 install: $(STAMP)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml requirements-ci.txt | $(PY)
 	$(PY) -m pip install --quiet "$$(grep -o 'torch==[0-9.]*' pyproject.toml)" $(TORCH_PIP_ARGS)
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test]' -r requirements-ci.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 	@if $(PY) -m pip list --format=freeze 2>/dev/null | grep -i '^nvidia'; then \
 	  echo "error: CUDA (nvidia-*) packages were installed; torch must be the CPU build" >&2; exit 1; fi
 	touch $(STAMP)
 
-# Jupyter refuses to run as root unless told; containers and CI machines often are root.
-ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
-
 lab: install
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-# Unit tests and doctests, then strict nbval of every notebook under 1 and 2 threads.
-test: install unit nbval
+# Unit tests and doctests; strict nbval of every notebook with 1 and with 2 threads
+# (the two passes run side by side); then every notebook in JupyterLab in Chromium.
+test: install unit nbval browser
 
 unit: install
-	$(PY) -m pytest -q tests course_utils --doctest-modules
+	$(PY) -m pytest -q -p no:cacheprovider -m "not browser" tests course_utils --doctest-modules
 
 nbval: install
-	OMP_NUM_THREADS=1 $(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/sanitize.cfg notebooks
-	OMP_NUM_THREADS=2 $(PY) -m pytest -q -p no:cacheprovider --nbval --nbval-current-env \
-	  --nbval-sanitize-with tests/sanitize.cfg notebooks
+	@rm -f .nbval-1.log .nbval-2.log
+	@OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL) notebooks > .nbval-1.log 2>&1 & one=$$!; \
+	 OMP_NUM_THREADS=2 $(PY) -m pytest -q $(NBVAL) notebooks > .nbval-2.log 2>&1; two=$$?; \
+	 wait $$one; one=$$?; \
+	 echo "--- nbval, OMP_NUM_THREADS=1"; cat .nbval-1.log; echo "--- nbval, OMP_NUM_THREADS=2"; cat .nbval-2.log; \
+	 rm -f .nbval-1.log .nbval-2.log; test $$one -eq 0 && test $$two -eq 0
+
+# Debian's Chromium for the browser tests, where this machine can install it.
+# Elsewhere the browser tests skip with one line saying why (in CI they fail).
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ]; then \
+	  if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian's chromium for the browser tests"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null \
+	      || echo "warning: could not install chromium; the browser tests will not run"; \
+	  else echo "note: no /usr/bin/chromium and no root apt-get; the browser tests will skip"; fi; \
+	fi
+
+browser: install browser-deps
+	$(PY) -m pytest -q -p no:cacheprovider -m browser tests/test_browser.py
 
 # Re-execute every notebook in .venv and store its outputs (a clean Restart & Run All).
 outputs: install
 	$(PY) tools/notebooks.py execute notebooks/*.ipynb
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts

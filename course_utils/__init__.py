@@ -28,6 +28,7 @@ from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
 from .sparse import entmax15, entmax15_backward, entmax_bisect, sparsemax, sparsemax_backward
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
+from .tiled import tiled_attention
 from .torch_check import CrossCheckError, cross_check
 
 __all__ = [
@@ -68,6 +69,7 @@ __all__ = [
     "SoftmaxState",
     "sparsemax",
     "sparsemax_backward",
+    "tiled_attention",
     "use_course_style",
 ]
 __version__ = "0.1.0"

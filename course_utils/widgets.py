@@ -167,8 +167,8 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> wi
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatSlider`` from α = 1 to 3 in steps of 0.05, starting at 1) and its
         ``result`` holds the weights last drawn. The title names the mapping and
-        the support size (how many weights are not exactly 0); exact zeros are
-        labelled "0".
+        the support size (how many weights are not exactly 0); only exact zeros
+        are labelled "0".
 
     Raises
     ------
@@ -214,9 +214,10 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> wi
         weights, name = mapping(float(alpha))
         support = int(np.count_nonzero(weights))
         fig, ax = plt.subplots(figsize=(5.6, 3.0))
-        colors = [PALETTE[0] if w > 0 else PALETTE[1] for w in weights]
-        bars = ax.bar(names, weights, color=colors)
-        ax.bar_label(bars, labels=[f"{w:.3f}" if w > 0 else "0" for w in weights], padding=2)
+        bars = ax.bar(names, weights, color=PALETTE[0])
+        # "0" only for an exact zero; a tiny positive weight must not read as one.
+        texts = ["0" if w == 0 else "<0.001" if w < 0.0005 else f"{w:.3f}" for w in weights]
+        ax.bar_label(bars, labels=texts, padding=2)
         ax.set_ylim(0, 1.12)
         ax.set_xlabel("position (token)")
         ax.set_ylabel("attention weight")

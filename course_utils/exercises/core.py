@@ -59,8 +59,10 @@ def describe(value: Any) -> str:
     >>> describe(np.array([1.0, 0.5]))
     '[1.  0.5]'
     """
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) and value.ndim:
         return np.array2string(value, precision=4, threshold=12, separator=" ").replace("\n", "")
+    if isinstance(value, (np.ndarray, np.generic)):  # a NumPy scalar: show the number, not np.float64(...)
+        return repr(value.item())
     return repr(value)
 
 

@@ -1,0 +1,222 @@
+"""Exercises for lesson 06, sparsemax and entmax."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..softmax import softmax
+from ..sparse import sparsemax
+from .core import Case, Exercise, FunctionExercise, ValueExercise, non_negative, shift_invariant, sums_to_one
+
+
+def _starter(*args: object, **kwargs: object) -> np.ndarray:
+    raise NotImplementedError
+
+
+# --- q1: sparsemax of one row, by sorting -------------------------------------------
+
+
+def _q1_reference(x: np.ndarray) -> np.ndarray:
+    return sparsemax(x)
+
+
+def _sorted_cumsum(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    z = -np.sort(-np.asarray(x, dtype=float))
+    return z, np.cumsum(z), np.arange(1, z.size + 1)
+
+
+def _q1_tau_from_all_entries(x: np.ndarray) -> np.ndarray:
+    tau = (np.sum(x) - 1) / np.size(x)
+    return np.maximum(x - tau, 0)
+
+
+def _q1_no_clipping(x: np.ndarray) -> np.ndarray:
+    z, cumsum, k = _sorted_cumsum(x)
+    support = (1 + k * z > cumsum).sum()
+    tau = (cumsum[support - 1] - 1) / support
+    return x - tau
+
+
+def _q1_no_plus_one(x: np.ndarray) -> np.ndarray:
+    z, cumsum, k = _sorted_cumsum(x)
+    support = max(int((k * z > cumsum).sum()), 1)
+    tau = (cumsum[support - 1] - 1) / support
+    return np.maximum(x - tau, 0)
+
+
+def _q1_no_minus_one(x: np.ndarray) -> np.ndarray:
+    z, cumsum, k = _sorted_cumsum(x)
+    support = (1 + k * z > cumsum).sum()
+    tau = cumsum[support - 1] / support
+    return np.maximum(x - tau, 0)
+
+
+def _q1_ascending_sort(x: np.ndarray) -> np.ndarray:
+    z = np.sort(np.asarray(x, dtype=float))
+    cumsum, k = np.cumsum(z), np.arange(1, z.size + 1)
+    support = max(int((1 + k * z > cumsum).sum()), 1)
+    tau = (cumsum[support - 1] - 1) / support
+    return np.maximum(x - tau, 0)
+
+
+def _q1_renormalized_softmax(x: np.ndarray) -> np.ndarray:
+    p = softmax(x)
+    p = np.where(p < 0.1, 0.0, p)
+    return p / p.sum()
+
+
+def _q1_relu_normalization(x: np.ndarray) -> np.ndarray:
+    r = np.maximum(x, 0)
+    return r / r.sum()
+
+
+def _q1_sorts_in_place(x: np.ndarray) -> np.ndarray:
+    x[::-1].sort()  # sorts x descending, in place: the caller's array is scrambled
+    cumsum, k = np.cumsum(x), np.arange(1, x.size + 1)
+    support = (1 + k * x > cumsum).sum()
+    tau = (cumsum[support - 1] - 1) / support
+    return np.maximum(x - tau, 0)
+
+
+_Q1_SOLUTION = """
+```python
+def sparsemax_row(x):
+    x = np.asarray(x, dtype=float)
+    z = np.sort(x)[::-1]                  # descending; a sorted copy, x is untouched
+    cumsum = np.cumsum(z)
+    k = np.arange(1, x.size + 1)
+    support = np.sum(1 + k * z > cumsum)  # the largest k that passes the test
+    tau = (cumsum[support - 1] - 1) / support
+    return np.maximum(x - tau, 0)
+```
+The test `1 + k z_(k) > z_(1) + ... + z_(k)` says: with the top k scores in the support,
+the k-th one would still get a positive weight. It holds for k = 1, 2, ... up to the support
+size and fails from then on. tau comes from the support only, and the clipping at 0 gives
+the zeros.
+"""
+
+
+def _q1() -> FunctionExercise:
+    return FunctionExercise(
+        "06",
+        "q1",
+        "Sparsemax of one row, by sorting",
+        reference=_q1_reference,
+        starter=_starter,
+        cases=[
+            Case((np.array([0.5, 0.0]),)),
+            Case((np.array([1.0, 0.8, 0.5, -1.0]),)),
+            Case((np.array([2.0, 0.0, -1.0]),)),
+            Case((np.array([-1.0, 0.5, 1.0, 0.8, -0.2]),)),
+            Case((np.array([0.3, 0.3, 0.3]),)),
+            Case((np.array([-0.9, -1.8, -1.1, 0.5, -0.9, -2.8]),)),
+            Case((np.array([1000.0, 999.4, 0.0, 999.9]),)),
+        ],
+        properties=[non_negative, sums_to_one, shift_invariant],
+        wrong_answers={
+            "tau from all entries instead of the support": _q1_tau_from_all_entries,
+            "no clipping at 0": _q1_no_clipping,
+            "forgetting the 1 in the support test": _q1_no_plus_one,
+            "forgetting the -1 in tau": _q1_no_minus_one,
+            "sorting ascending": _q1_ascending_sort,
+            "softmax with small weights dropped, renormalized": _q1_renormalized_softmax,
+            "relu(x) / sum(relu(x))": _q1_relu_normalization,
+            "sorting the input in place": _q1_sorts_in_place,
+        },
+        hints=[
+            "Sort a copy of the row in descending order, z_(1) >= z_(2) >= ..., and take its cumulative sum.",
+            "The support size is the number of k = 1, 2, ... with 1 + k z_(k) > z_(1) + ... + z_(k).",
+            "With support size k, tau = (z_(1) + ... + z_(k) - 1) / k, and the weights are max(x - tau, 0) in the original order.",
+        ],
+        solution=_Q1_SOLUTION,
+    )
+
+
+# --- q2: predict sparsemax of two scores --------------------------------------------
+
+
+_Q2_ROWS = np.array([[0.4, 0.0], [1.5, 0.0]])
+
+
+def _q2() -> ValueExercise:
+    return ValueExercise(
+        "06",
+        "q2",
+        "Predict sparsemax([0.4, 0]) and sparsemax([1.5, 0])",
+        reference=sparsemax(_Q2_ROWS),
+        wrong_answers={
+            "softmax": (
+                softmax(_Q2_ROWS),
+                "that is softmax, the sigmoid of the gap. Sparsemax is piecewise linear: p_1 = (1 + t) / 2 while |t| < 1.",
+            ),
+            "no clipping": (
+                [[0.7, 0.3], [1.25, -0.25]],
+                "(1 + t) / 2 holds only while both scores are in the support. A weight cannot be negative: "
+                "once the gap reaches 1 the second weight is clipped to 0.",
+            ),
+            "one-hot for both": (
+                [[1.0, 0.0], [1.0, 0.0]],
+                "a gap below 1 keeps both scores in the support: 0.4 is not enough to silence the second key.",
+            ),
+            "both in the support, no saturation, first row right": (
+                [[0.7, 0.3], [0.75, 0.25]],
+                "the second row's gap is 1.5, more than 1: the second key gets exactly 0.",
+            ),
+        },
+        hints=[
+            "For two scores [t, 0] in the support, tau = (t + 0 - 1) / 2 and p = [t - tau, 0 - tau].",
+            "That gives p_1 = (1 + t) / 2, as long as p_2 = (1 - t) / 2 stays positive, i.e. |t| < 1.",
+        ],
+        solution=(
+            "`[[0.7, 0.3], [1, 0]]`. For [0.4, 0]: tau = (0.4 - 1) / 2 = -0.3, so p = [0.7, 0.3]. For [1.5, 0] the "
+            "support test fails for the second score (1 + 2 * 0 = 1 is not > 1.5): the support is the first score "
+            "alone, tau = 1.5 - 1 = 0.5 and p = [1, 0]."
+        ),
+    )
+
+
+# --- q3: the alpha at which a row becomes one-hot -----------------------------------
+
+
+_Q3_ROW = np.array([1.0, 0.2, -0.5])
+
+
+def _one_hot_alpha(row: np.ndarray) -> float:
+    """The smallest alpha for which alpha-entmax of `row` is one-hot: 1 + 1 / (top gap)."""
+    top = -np.sort(-row)
+    return float(1 + 1 / (top[0] - top[1]))
+
+
+def _q3() -> ValueExercise:
+    return ValueExercise(
+        "06",
+        "q3",
+        "Predict the alpha at which entmax of [1.0, 0.2, -0.5] becomes one-hot",
+        reference=_one_hot_alpha(_Q3_ROW),
+        wrong_answers={
+            "sparsemax": (
+                2.0,
+                "sparsemax (alpha = 2) makes a row one-hot only when the top gap is at least 1; here it is 0.8.",
+            ),
+            "1 + gap": (1.8, "that is 1 + 0.8. The condition is (alpha - 1) * gap >= 1: solve it for alpha."),
+            "1 / gap": (1.25, "that is 1 / 0.8; the condition is (alpha - 1) * gap >= 1, so add the 1 back."),
+            "gap to the smallest score": (
+                1 + 1 / 1.5,
+                "that uses the gap to the smallest score, -0.5. The second-largest score, 0.2, is the last to leave.",
+            ),
+        },
+        hints=[
+            "alpha-entmax gives p_i = [(alpha - 1) x_i - tau]_+ ^ (1 / (alpha - 1)). One-hot means the top weight alone is 1.",
+            "The top weight alone is 1 when tau = (alpha - 1) x_max - 1. Every other score must then be at or below tau.",
+            "The second-largest score is the last to leave: (alpha - 1)(x_max - x_second) >= 1.",
+        ],
+        solution=(
+            "`2.25`. One-hot means tau = (alpha - 1) * 1.0 - 1, and the second score 0.2 must get 0: "
+            "(alpha - 1) * 0.2 <= tau, that is (alpha - 1)(1.0 - 0.2) >= 1, so alpha >= 1 + 1 / 0.8 = 2.25."
+        ),
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2(), _q3()]
