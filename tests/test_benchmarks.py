@@ -1,0 +1,24 @@
+"""The benchmark suite runs end to end (on tiny shapes) and reports every section; speed itself is not tested here."""
+
+from pathlib import Path
+
+import numpy as np
+
+from benchmarks.suite import main, max_relative_error, mp_softmax
+
+
+def test_the_benchmark_writes_its_table_and_plot(tmp_path: Path):
+    text = main(shapes=((8, 16),), repeats=1, out_dir=tmp_path)
+    assert (tmp_path / "results.md").read_text() == text
+    assert (tmp_path / "results.png").stat().st_size > 1000
+    for heading in ("## Time and memory", "## Targets", "## Accuracy on adversarial rows"):
+        assert heading in text
+    for op in ("softmax", "log_softmax", "logsumexp", "sparsemax", "entmax15"):
+        assert f"| {op} | (8, 16) |" in text
+
+
+def test_the_accuracy_reference_is_an_exact_softmax():
+    rows = np.array([[0.0, np.log(3.0), -np.inf]])
+    np.testing.assert_allclose(mp_softmax(rows), [[0.25, 0.75, 0.0]], rtol=1e-15)
+    assert max_relative_error(np.array([[0.25, 0.75, 0.0]]), np.array([[0.25, 0.75, 0.0]])) == 0.0
+    assert max_relative_error(np.array([[np.nan, 1.0]]), np.array([[0.5, 0.5]])) == float("inf")
