@@ -1,14 +1,15 @@
 """python -m benchmarks [--quick]: write benchmarks/results.md and benchmarks/results.png.
 
---quick uses small shapes and few repeats, to check that everything runs.
+--quick uses small shapes and few repeats and skips timing the notebooks, to check that everything runs.
 """
 
 import sys
 
-from .suite import SHAPES, main
+from .suite import HERE, SHAPES, main
 
 QUICK_SHAPES = ((256, 512), (4, 4, 64, 64))
 
 if __name__ == "__main__":
     quick = "--quick" in sys.argv[1:]
-    print(main(shapes=QUICK_SHAPES if quick else SHAPES, repeats=2 if quick else 5))
+    notebooks = None if quick else sorted((HERE.parent / "notebooks").glob("*.ipynb"))
+    print(main(shapes=QUICK_SHAPES if quick else SHAPES, repeats=2 if quick else 5, notebooks=notebooks))

@@ -22,3 +22,16 @@ def test_the_accuracy_reference_is_an_exact_softmax():
     np.testing.assert_allclose(mp_softmax(rows), [[0.25, 0.75, 0.0]], rtol=1e-15)
     assert max_relative_error(np.array([[0.25, 0.75, 0.0]]), np.array([[0.25, 0.75, 0.0]])) == 0.0
     assert max_relative_error(np.array([[np.nan, 1.0]]), np.array([[0.5, 0.5]])) == float("inf")
+
+
+def test_notebook_timing_reports_each_notebook_and_the_total(tmp_path: Path):
+    import nbformat
+
+    from benchmarks.suite import markdown, time_notebooks
+
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), path)
+    seconds = time_notebooks([path])
+    assert 0 < seconds["tiny.ipynb"] < 120
+    text = markdown([], {}, seconds)
+    assert "| tiny.ipynb |" in text and "| **all** |" in text
