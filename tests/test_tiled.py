@@ -251,3 +251,39 @@ def test_the_same_bad_arguments_give_the_same_messages_as_scaled_dot_product_att
         with pytest.raises(ValueError) as theirs:
             call(scaled_dot_product_attention)
         assert str(ours.value) == str(theirs.value)
+
+
+# --- lesson 07's exercises: the recurrence step and the count of extra exponentials ---
+
+
+def _solution_function(exercise, name):
+    code = exercise._solution.split("```python")[1].split("```")[0]
+    namespace = {"np": np}
+    exec(code, namespace)  # the code the learner is shown
+    return namespace[name]
+
+
+def test_the_shown_solution_of_exercise_1_passes_its_checker_even_for_an_empty_state_and_a_masked_block(capsys):
+    from course_utils import exercises
+
+    q1 = exercises.load("07").q1
+    assert any(math.isinf(c.args[0]) and np.isneginf(c.args[3]).all() for c in q1.cases)
+    assert q1.check(_solution_function(q1, "update")) is True
+    assert q1.reference(-math.inf, 0.0, 0.0, np.full(2, -np.inf), np.ones(2)) == (-math.inf, 0.0, 0.0)
+
+
+def test_exercise_1_explains_the_nan_of_an_empty_state_meeting_a_masked_block(capsys):
+    from course_utils import exercises
+
+    q1 = exercises.load("07").q1
+    assert q1.check(q1.wrong_answers["shifting by m_new = -inf when nothing is allowed yet"]) is False
+    out = capsys.readouterr().out
+    assert "(-inf, 0.0, 0.0)" in out and "shift by 0" in out
+
+
+@pytest.mark.parametrize("answer,phrase", [(31744, "first block"), (256, "one running maximum per query row")])
+def test_exercise_3_explains_two_near_misses(answer, phrase, capsys):
+    from course_utils import exercises
+
+    assert exercises.load("07").q3.check(answer) is False
+    assert phrase in capsys.readouterr().out

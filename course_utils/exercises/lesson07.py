@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import math
+from typing import Any, Callable
 
 import numpy as np
 
 from ..tiled import _update_block
-from .core import Case, Exercise, FunctionExercise, Run, ValueExercise
+from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, _call_safely, _Failed, describe
 
 
 def _starter(*args: object, **kwargs: object) -> np.ndarray:
@@ -51,6 +53,15 @@ def _q1_block_max_only(m, l, acc, scores, values):
     return b, l * alpha + p.sum(), acc * alpha + p @ values
 
 
+def _q1_no_shift(m, l, acc, scores, values):
+    # Right everywhere except when nothing has been allowed yet, not even in this block:
+    # then m_new = -inf and exp(m - m_new) = exp(-inf + inf) = nan.
+    m_new = max(m, float(np.max(scores)))
+    alpha = np.exp(m - m_new)
+    p = np.exp(scores - m_new)
+    return m_new, l * alpha + p.sum(), acc * alpha + p @ values
+
+
 def _q1_normalized(m, l, acc, scores, values):
     m_new, l_new, acc_new = _q1_reference(m, l, acc, scores, values)
     return m_new, l_new, acc_new / l_new  # the output so far, not the accumulator
@@ -77,18 +88,44 @@ _Q1_SOLUTION = """
 ```python
 def update(m, l, acc, scores, values):
     m_new = max(m, scores.max())
-    alpha = np.exp(m - m_new)          # <= 1; exp(-inf) = 0 when nothing was seen yet
-    p = np.exp(scores - m_new)         # every exponent <= 0
+    shift = m_new if m_new > -np.inf else 0.0  # nothing allowed yet: shift by 0, not by -inf
+    alpha = np.exp(m - shift)          # <= 1; exp(-inf) = 0 when nothing was seen yet
+    p = np.exp(scores - shift)         # every exponent <= 0; a masked key gives exp(-inf) = 0
     return m_new, l * alpha + p.sum(), acc * alpha + p @ values
 ```
 `l` holds sum(exp(s_j - m)) and `acc` holds sum(exp(s_j - m) * v_j) over the keys seen.
 Multiplying both by exp(m - m_new) turns every old term exp(s_j - m) into exp(s_j - m_new);
 the new block adds its own terms, already relative to m_new. The output is acc / l, at the end.
+
+The `shift` matters in one case only: the state is still empty, (-inf, 0, 0), and the block is
+fully masked. Then m_new = -inf, and shifting by m_new would compute exp(-inf - (-inf)) = nan.
+Shifting by 0 gives alpha = 0 and p = 0, so the state stays (-inf, 0, 0), as it should.
 """
 
 
+class _RecurrenceExercise(FunctionExercise):
+    """Exercise 1: one correct result is not finite, the empty state (-inf, 0, 0) kept by a fully masked block.
+
+    The generic check rejects any inf in a result, so such a case is checked here, exactly.
+    """
+
+    def _check_case(self, answer: Callable[..., Any], case: Case) -> None:
+        expected = np.asarray(self.reference(*copy.deepcopy(case.args), **case.kwargs), dtype=np.float64)
+        if np.isfinite(expected).all():
+            return super()._check_case(answer, case)
+        out = _call_safely(answer, case)
+        if out.shape != expected.shape:
+            raise _Failed(f"on input {case.describe()} the result has shape {out.shape}; expected {expected.shape}")
+        if not np.array_equal(out, expected):
+            raise _Failed(
+                f"on input {case.describe()} the result is {describe(out)}; nothing has been allowed yet, not even in "
+                "this block, so the state must stay (-inf, 0.0, 0.0). Here m_new is -inf, and shifting by it computes "
+                "exp(-inf - (-inf)) = nan: shift by 0 instead when m_new is -inf."
+            )
+
+
 def _q1() -> FunctionExercise:
-    return FunctionExercise(
+    return _RecurrenceExercise(
         "07",
         "q1",
         "One step of the FlashAttention recurrence: fold a block of scores and values into (m, l, acc)",
@@ -100,6 +137,7 @@ def _q1() -> FunctionExercise:
             Case((1.0, 1.25, 3.0, np.array([3.0, 0.5, 2.0]), np.array([1.0, 2.0, 3.0]))),
             Case((800.0, 2.0, 10.0, np.array([1000.0, 999.0]), np.array([5.0, 7.0]))),
             Case((0.5, 1.0, 4.0, np.array([-math.inf, -math.inf]), np.array([6.0, 9.0]))),
+            Case((-math.inf, 0.0, 0.0, np.array([-math.inf, -math.inf]), np.array([6.0, 9.0]))),
         ],
         properties=[_running_max, _normalizer_at_least_one],
         wrong_answers={
@@ -108,11 +146,13 @@ def _q1() -> FunctionExercise:
             "rescaling with exp(m_new - m)": _q1_wrong_sign,
             "the block's maximum instead of the running one": _q1_block_max_only,
             "returning acc / l instead of acc": _q1_normalized,
+            "shifting by m_new = -inf when nothing is allowed yet": _q1_no_shift,
         },
         hints=[
             "The new running maximum is the larger of m and the block's largest score.",
             "l and acc were built relative to the old maximum m. Multiply both by exp(m - m_new) to re-express them, then add the block's terms exp(s_j - m_new) and exp(s_j - m_new) * v_j.",
             "Return a tuple `(m_new, l_new, acc_new)` of three numbers; do not divide by l (that happens once, after the last block).",
+            "If the state is empty and the block fully masked, m_new is -inf and exp(-inf - (-inf)) is nan: shift by 0 instead of m_new in that case, and the state stays (-inf, 0, 0).",
         ],
         solution=_Q1_SOLUTION,
         rtol=1e-12,
@@ -160,6 +200,19 @@ def _q3() -> ValueExercise:
             "one per key block": (math.ceil(S / bk), "each query row has its own running maximum, so each row needs its own factor per key block."),
             "one per score": (L * S, "those exps the naive softmax needs as well. The extra ones are the factors exp(m - m_new)."),
             "per tile, not per row": ((L // 64) * math.ceil(S / bk), "a tile of 64 queries has 64 running maxima, one per row, so 64 factors per tile."),
+            "per 128 x 128 tile": (
+                (L // bk) * math.ceil(S / bk),
+                "that is one factor per tile of 128 queries by 128 keys, (1024 / 128) * (4096 / 128). But a tile keeps "
+                "one running maximum per query row, so each of its 128 rows needs its own factor.",
+            ),
+            "skipping the first key block": (
+                L * (math.ceil(S / bk) - 1),
+                "close, and the idea is sound: the first block's factor is exp(-inf) = 0, which only wipes the empty "
+                "state, so a kernel that starts from the first block's own state could skip those 1024 exps, and then "
+                "31744 would be its count. This exercise counts the recurrence as section 2 writes it and as "
+                "tiled_attention runs it, with one factor per row for every key block, the first one included; the "
+                "table below counts the same way.",
+            ),
         },
         hints=[
             "Naive attention also computes one exp per score; the extra exps are the rescaling factors exp(m - m_new).",
