@@ -7,15 +7,28 @@ from typing import Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, DTypeLike
 
-from ._validation import as_real_array, check_int
+from ._validation import as_real_array, check_int, check_positive_finite
+from .attention import causal_mask, padding_mask, scaled_dot_product_attention
 from .experiments import sample_scores
-from .plotting import PALETTE
-from .softmax import softmax
+from .floats import exp_limits
+from .gradients import softmax_jacobian
+from .plotting import COLORMAP, INK, PALETTE
+from .softmax import naive_softmax, softmax
 from .sparse import entmax15, entmax_bisect, sparsemax
 
-__all__ = ["alpha_explorer", "dk_explorer", "temperature_explorer"]
+#: The colour of blocked (masked) entries in the heatmap of mask_explorer.
+_BLOCKED = "#d9d9d9"
+
+__all__ = [
+    "alpha_explorer",
+    "dk_explorer",
+    "mask_explorer",
+    "overflow_explorer",
+    "saturation_explorer",
+    "temperature_explorer",
+]
 
 
 def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
@@ -229,3 +242,294 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> wi
         value=1.0, min=1.0, max=3.0, step=0.05, description="α", readout_format=".2f", continuous_update=True
     )
     return widgets.interactive(draw, alpha=slider)
+
+
+def overflow_explorer(
+    *, x: float = 10.0, dtypes: Sequence[DTypeLike] = ("float16", "float32", "float64")
+) -> widgets.interactive:
+    """A slider for the largest score x that redraws the naive and the stable softmax of ``[x, 0]`` in each dtype.
+
+    One panel per dtype: the two weights of the textbook formula
+    (:func:`~course_utils.naive_softmax`, computed in the dtype itself) next
+    to the two weights of the stable :func:`~course_utils.softmax`. A NaN
+    weight is drawn as a hatched full-height bar labelled "NaN"; the panel's
+    title says whether ``e^x`` is still finite, and the panel names the
+    dtype's limit from :func:`~course_utils.exp_limits`.
+
+    Parameters
+    ----------
+    x : float, default 10.0
+        The score the slider starts at, in [1, 1000].
+    dtypes : sequence of dtype-like, default ("float16", "float32", "float64")
+        The dtypes to compare, one panel each, without repeats; each one
+        float16, float32 or float64.
+
+    Returns
+    -------
+    ipywidgets.interactive
+        Display it in a notebook. Its ``children[0]`` is the slider (a
+        ``FloatLogSlider`` from x = 1 to 1000, so the limits near 11, 88.7 and
+        709.8 are evenly spread) and its ``result`` is a dict with what was
+        last drawn: ``"x"`` (the score), and ``"naive"`` and ``"stable"``, each
+        a dict from dtype name to the two weights of ``[x, 0]`` in that dtype.
+
+    Raises
+    ------
+    TypeError
+        If `x` is not a real number, or an entry of `dtypes` is not float16, float32 or float64.
+    ValueError
+        If `x` is outside [1, 1000], or `dtypes` is empty or repeats a dtype.
+
+    Examples
+    --------
+    In a notebook (outside one, the widget has nowhere to draw):
+
+    >>> explorer = overflow_explorer()  # doctest: +SKIP
+    >>> explorer  # shows the slider and one panel per dtype  # doctest: +SKIP
+    >>> explorer.children[0].value = 100.0  # past float32's limit, not float64's  # doctest: +SKIP
+    >>> explorer.result["naive"]["float32"], explorer.result["naive"]["float64"]  # doctest: +SKIP
+    (array([nan,  0.], dtype=float32), array([1., 0.]))
+    """
+    start = check_positive_finite(x, "x")
+    if not 1.0 <= start <= 1000.0:
+        raise ValueError(f"x must lie in [1, 1000], the slider's range; got {start!r}")
+    if isinstance(dtypes, (str, bytes)) or not isinstance(dtypes, Sequence):
+        raise TypeError(f"dtypes must be a sequence of dtypes, such as ('float16', 'float64'); got {dtypes!r}")
+    if len(dtypes) == 0:
+        raise ValueError("dtypes must name at least one dtype")
+    limits = {}
+    for dtype in dtypes:
+        try:
+            lim = exp_limits(dtype)
+        except TypeError:
+            raise TypeError(f"dtypes must hold float16, float32 or float64; got {dtype!r}") from None
+        if lim.dtype.name in limits:
+            raise ValueError(f"dtypes must not repeat a dtype; {lim.dtype.name} appears twice")
+        limits[lim.dtype.name] = lim
+    positions = [0.0, 1.0, 2.4, 3.4]
+    ticks = ["naive\nw(x)", "naive\nw(0)", "stable\nw(x)", "stable\nw(0)"]
+
+    def label(w: float) -> str:
+        return "NaN" if np.isnan(w) else "0" if w == 0 else f"{w:.3g}"
+
+    def draw(x: float) -> dict[str, object]:
+        drawn: dict[str, object] = {"x": float(x), "naive": {}, "stable": {}}
+        fig, axes = plt.subplots(1, len(limits), figsize=(3.4 * len(limits) + 0.6, 3.5), sharey=True, squeeze=False)
+        for ax, (name, lim) in zip(axes[0], limits.items()):
+            row = np.array([x, 0.0], dtype=lim.dtype)
+            with np.errstate(over="ignore"):
+                e_x = np.exp(row[0])
+            naive, stable = naive_softmax(row), softmax(row)
+            drawn["naive"][name], drawn["stable"][name] = naive, stable
+            weights = np.concatenate([naive, stable]).astype(np.float64)
+            colours = [PALETTE[1], PALETTE[1], PALETTE[0], PALETTE[0]]
+            bad = np.isnan(weights)
+            bars = ax.bar(positions, np.where(bad, 1.0, weights), color=colours, width=0.8)
+            for bar, is_bad in zip(bars, bad):
+                if is_bad:  # NaN has no height: a hatched outline the full height of the axis
+                    bar.set_facecolor("white")
+                    bar.set_edgecolor(PALETTE[1])
+                    bar.set_hatch("///")
+            ax.bar_label(bars, labels=[label(w) for w in weights], padding=2, fontsize=9)
+            ax.set_xticks(positions, ticks, fontsize=9)
+            ax.set_ylim(0, 1.35)
+            ax.set_xlabel("weight of score x and of score 0")
+            broken = bool(np.isnan(naive).any())
+            ax.set_title(f"{name}: " + ("naive gives NaN" if broken else "naive still finite"),
+                         color=PALETTE[1] if broken else INK)
+            ax.text(0.5, 0.97, f"$e^x$ = {float(e_x):.3g}; finite up to x = {lim.largest:.2f}", transform=ax.transAxes,
+                    ha="center", va="top", fontsize=9)
+        axes[0][0].set_ylabel("weight")
+        fig.suptitle(f"softmax([x, 0]) at x = {x:.1f}: naive (vermillion) vs stable (blue)")
+        plt.show()
+        return drawn
+
+    slider = widgets.FloatLogSlider(
+        value=start, base=10, min=0, max=3, step=0.01, description="x", readout_format=".1f", continuous_update=True
+    )
+    return widgets.interactive(draw, x=slider)
+
+
+def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] | None = None) -> widgets.interactive:
+    """A slider for the scale c that redraws ``softmax(c·z)`` and the heatmap of its Jacobian.
+
+    Left: the weights as bars. Right: the Jacobian
+    ``J = diag(p) - p pᵀ`` (:func:`~course_utils.softmax_jacobian`) as a
+    heatmap on the fixed colour range [-0.25, 0.25], which holds every
+    possible entry (``p_i(1 - p_i) <= 1/4`` and ``p_i p_k <= 1/4``), so
+    the heatmap visibly fades as the softmax saturates. Its title gives the
+    Frobenius norm ``‖J‖_F``.
+
+    Parameters
+    ----------
+    scores : array_like, optional
+        One 1-D row of scores z. By default 8 fixed standard normal scores,
+        ``numpy.random.default_rng(0).standard_normal(8)``.
+    labels : sequence of str, optional
+        One name per score (tokens, say); by default the positions.
+
+    Returns
+    -------
+    ipywidgets.interactive
+        Display it in a notebook. Its ``children[0]`` is the slider (a
+        ``FloatLogSlider`` from c = 0.1 to 100, starting at 1) and its
+        ``result`` is a dict with what was last drawn: ``"c"``, ``"weights"``
+        (``softmax(c·z)``), ``"jacobian"`` and ``"norm"`` (its Frobenius norm).
+
+    Raises
+    ------
+    ValueError
+        If `scores` is not 1-D and non-empty, or `labels` has another length.
+    TypeError
+        If `scores` does not hold real numbers.
+
+    Examples
+    --------
+    In a notebook (outside one, the widget has nowhere to draw):
+
+    >>> explorer = saturation_explorer([2.0, 1.0, 0.1])  # doctest: +SKIP
+    >>> explorer  # shows the slider, the bars and the heatmap  # doctest: +SKIP
+    >>> explorer.children[0].value = 100.0  # saturated: one weight takes everything  # doctest: +SKIP
+    >>> explorer.result["norm"] < 1e-40  # doctest: +SKIP
+    True
+    """
+    row = np.random.default_rng(0).standard_normal(8) if scores is None else as_real_array(scores, "scores")
+    if row.ndim != 1 or row.size == 0:
+        raise ValueError(f"scores must be one non-empty row (1-D); got shape {row.shape}")
+    names = [str(i) for i in range(row.size)] if labels is None else [str(label) for label in labels]
+    if len(names) != row.size:
+        raise ValueError(f"labels must have one name per score: {len(names)} labels for {row.size} scores")
+
+    def draw(c: float) -> dict[str, object]:
+        weights = softmax(c * row)
+        jac = softmax_jacobian(weights)
+        norm = float(np.linalg.norm(jac))
+        fig, (ax_bar, ax_jac) = plt.subplots(1, 2, figsize=(10.0, 3.9), width_ratios=(1.15, 1.0))
+        ax_bar.bar(names, weights, color=PALETTE[0])
+        ax_bar.set_ylim(0, 1.05)
+        ax_bar.set_xlabel("position (token)")
+        ax_bar.set_ylabel("attention weight")
+        ax_bar.set_title(f"softmax(c·z) at c = {c:.2f}: largest weight {weights.max():.3f}")
+        if row.size > 8:
+            ax_bar.tick_params(axis="x", labelsize=8)
+        image = ax_jac.imshow(jac, cmap=COLORMAP, vmin=-0.25, vmax=0.25)
+        ax_jac.set_xticks(range(row.size), names, fontsize=8 if row.size > 8 else None)
+        ax_jac.set_yticks(range(row.size), names, fontsize=8 if row.size > 8 else None)
+        ax_jac.set_xlabel("score $x_k$ (column k)")
+        ax_jac.set_ylabel("weight $p_i$ (row i)")
+        ax_jac.set_title(f"Jacobian $J$: Frobenius norm {norm:.2e}")
+        ax_jac.grid(False)
+        fig.colorbar(image, ax=ax_jac, shrink=0.9, label=r"$\partial p_i / \partial x_k$")
+        plt.show()
+        return {"c": float(c), "weights": weights, "jacobian": jac, "norm": norm}
+
+    slider = widgets.FloatLogSlider(
+        value=1.0, base=10, min=-1, max=2, step=0.02, description="c", readout_format=".2f", continuous_update=True
+    )
+    return widgets.interactive(draw, c=slider)
+
+
+def mask_explorer(
+    *, max_len: int = 8, n_real: int = 3, padding: str = "left", seed: int = 0
+) -> widgets.interactive:
+    """A slider for the number of real tokens that redraws causal + padding masked attention weights.
+
+    One padded sequence of `max_len` positions, `n_real` of them real tokens
+    and the rest ``<pad>``, attends to itself with a causal mask combined
+    with a padding mask on the keys, through
+    :func:`~course_utils.scaled_dot_product_attention`. The heatmap shows
+    the weights on a fixed range from 0 to 1, with blocked entries in grey;
+    a query that may attend to nothing (a fully masked row, all zeros by the
+    course's convention) has its label in vermillion and says so.
+
+    Parameters
+    ----------
+    max_len : int, default 8
+        The padded length, >= 1.
+    n_real : int, default 3
+        The number of real tokens the slider starts at, in [0, `max_len`].
+    padding : {"left", "right"}, default "left"
+        Where the pads go. Left padding (as decoders use) makes the pad
+        queries at the start fully masked rows; right padding leaves the
+        pad queries attending to the real tokens.
+    seed : int, default 0
+        The queries and keys are fixed random draws,
+        ``q, k = numpy.random.default_rng(seed).standard_normal((2, max_len, 4))``,
+        the same at every slider position; the scores are
+        ``q kᵀ / 2`` (the 1/√d_k scale with d_k = 4).
+
+    Returns
+    -------
+    ipywidgets.interactive
+        Display it in a notebook. Its ``children[0]`` is the slider (an
+        ``IntSlider`` from 0 to `max_len` real tokens) and its ``result`` is
+        a dict with what was last drawn: ``"n_real"``, ``"scores"`` (the
+        unmasked scaled scores), ``"mask"`` (bool, True = may attend) and
+        ``"weights"``.
+
+    Raises
+    ------
+    TypeError, ValueError
+        If `max_len`, `n_real` or `seed` is not an int, `max_len` < 1,
+        `n_real` is outside [0, `max_len`], `seed` < 0, or `padding` is not
+        "left" or "right".
+
+    Examples
+    --------
+    In a notebook (outside one, the widget has nowhere to draw):
+
+    >>> explorer = mask_explorer()  # doctest: +SKIP
+    >>> explorer  # shows the slider and the heatmap  # doctest: +SKIP
+    >>> explorer.children[0].value = 6  # 6 real tokens, 2 pads on the left  # doctest: +SKIP
+    >>> explorer.result["weights"].sum(axis=-1)  # doctest: +SKIP
+    array([0., 0., 1., 1., 1., 1., 1., 1.])
+    """
+    size = check_int(max_len, "max_len", 1)
+    start = check_int(n_real, "n_real", 0)
+    if start > size:
+        raise ValueError(f"n_real must lie in [0, max_len={size}]; got {start}")
+    if padding not in ("left", "right"):
+        raise ValueError(f"padding must be 'left' or 'right'; got {padding!r}")
+    base_seed = check_int(seed, "seed", 0)
+    q, k = np.random.default_rng(base_seed).standard_normal((2, size, 4))
+    values = np.zeros((size, 1))  # only the weights are drawn
+    scores = q @ k.T / 2.0
+    causal = causal_mask(size)
+
+    def draw(n_real: int) -> dict[str, object]:
+        real = padding_mask([n_real], size)[0]
+        if padding == "left":
+            real = real[::-1]
+        mask = causal & real[None, :]
+        _, weights = scaled_dot_product_attention(q, k, values, mask=mask)
+        names = [f"{i} tok" if real[i] else f"{i} pad" for i in range(size)]
+        empty = ~mask.any(axis=-1)
+        fig, ax = plt.subplots(figsize=(6.4, 5.2))
+        cmap = plt.get_cmap(COLORMAP).with_extremes(bad=_BLOCKED)
+        image = ax.imshow(np.ma.masked_array(weights, ~mask), cmap=cmap, vmin=0.0, vmax=1.0)
+        ax.set_xticks(range(size), names, rotation=45, ha="right")
+        ax.set_yticks(range(size), names)
+        for tick, e in zip(ax.get_yticklabels(), empty):
+            if e:
+                tick.set_color(PALETTE[1])
+        ax.set_xlabel("key (attended to); grey = blocked, weight exactly 0")
+        ax.set_ylabel("query (attending)")
+        ax.grid(False)
+        for i in range(size):
+            if empty[i]:
+                ax.text((size - 1) / 2, i, "no key allowed: all weights 0", ha="center", va="center",
+                        fontsize=9, color=INK)
+            elif size <= 12:
+                for j in np.flatnonzero(mask[i]):
+                    ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                            color="black" if weights[i, j] > 0.55 else "white")
+        ax.set_title(f"Causal + {padding} padding: {n_real} real of {size}, {int(empty.sum())} fully masked rows")
+        fig.colorbar(image, ax=ax, shrink=0.85, label="attention weight")
+        plt.show()
+        return {"n_real": int(n_real), "scores": scores, "mask": mask, "weights": weights}
+
+    slider = widgets.IntSlider(
+        value=start, min=0, max=size, step=1, description="real tokens", style={"description_width": "initial"},
+        continuous_update=True,
+    )
+    return widgets.interactive(draw, n_real=slider)
