@@ -98,6 +98,29 @@ def padding_mask(lengths: ArrayLike, max_len: int) -> np.ndarray:
     return np.arange(size)[None, :] < arr[:, None]
 
 
+def attention_inputs(
+    q: ArrayLike, k: ArrayLike, v: ArrayLike, mask: object, scale: float | None, is_causal: object
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Check the arguments shared by every attention function; return q, k, v as arrays and the scale.
+
+    Raises the ``TypeError``/``ValueError`` documented in :func:`scaled_dot_product_attention`.
+    """
+    qa, ka, va = as_real_array(q, "q"), as_real_array(k, "k"), as_real_array(v, "v")
+    for name, arr in (("q", qa), ("k", ka), ("v", va)):
+        if arr.ndim < 2:
+            raise ValueError(f"{name} must have shape (..., length, features); got shape {arr.shape}")
+    if qa.shape[-1] != ka.shape[-1]:
+        raise ValueError(f"q and k must have the same last dimension E; got q {qa.shape} and k {ka.shape}")
+    if ka.shape[-2] != va.shape[-2]:
+        raise ValueError(f"k and v must have the same length S (axis -2); got k {ka.shape} and v {va.shape}")
+    if not isinstance(is_causal, (bool, np.bool_)):
+        raise TypeError(f"is_causal must be a bool; got {type(is_causal).__name__} {is_causal!r}")
+    if is_causal and mask is not None:
+        raise ValueError("give either mask or is_causal=True, not both")
+    factor = 1.0 / np.sqrt(qa.shape[-1]) if scale is None else check_positive_finite(scale, "scale")
+    return qa, ka, va, factor
+
+
 def scaled_dot_product_attention(
     q: ArrayLike,
     k: ArrayLike,
@@ -153,19 +176,7 @@ def scaled_dot_product_attention(
     >>> w.round(4), out.round(4)
     (array([[0.7311, 0.2689]]), array([[12.6894]]))
     """
-    qa, ka, va = as_real_array(q, "q"), as_real_array(k, "k"), as_real_array(v, "v")
-    for name, arr in (("q", qa), ("k", ka), ("v", va)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., length, features); got shape {arr.shape}")
-    if qa.shape[-1] != ka.shape[-1]:
-        raise ValueError(f"q and k must have the same last dimension E; got q {qa.shape} and k {ka.shape}")
-    if ka.shape[-2] != va.shape[-2]:
-        raise ValueError(f"k and v must have the same length S (axis -2); got k {ka.shape} and v {va.shape}")
-    if not isinstance(is_causal, (bool, np.bool_)):
-        raise TypeError(f"is_causal must be a bool; got {type(is_causal).__name__} {is_causal!r}")
-    if is_causal and mask is not None:
-        raise ValueError("give either mask or is_causal=True, not both")
-    factor = 1.0 / np.sqrt(qa.shape[-1]) if scale is None else check_positive_finite(scale, "scale")
+    qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
     try:
         scores = np.matmul(qa, np.swapaxes(ka, -1, -2)) * factor
     except ValueError:

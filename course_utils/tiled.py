@@ -21,7 +21,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, check_int, check_positive_finite, compute_dtype
+from ._validation import check_int, compute_dtype
+from .attention import attention_inputs
 
 __all__ = ["tiled_attention"]
 
@@ -148,20 +149,8 @@ def tiled_attention(
     (array([[0., 0., 0.]]), array([-inf]))
     """
     bq, bk = check_int(block_q, "block_q", 1), check_int(block_k, "block_k", 1)
-    qa, ka, va = as_real_array(q, "q"), as_real_array(k, "k"), as_real_array(v, "v")
     # The same checks, in the same words, as scaled_dot_product_attention.
-    for name, arr in (("q", qa), ("k", ka), ("v", va)):
-        if arr.ndim < 2:
-            raise ValueError(f"{name} must have shape (..., length, features); got shape {arr.shape}")
-    if qa.shape[-1] != ka.shape[-1]:
-        raise ValueError(f"q and k must have the same last dimension E; got q {qa.shape} and k {ka.shape}")
-    if ka.shape[-2] != va.shape[-2]:
-        raise ValueError(f"k and v must have the same length S (axis -2); got k {ka.shape} and v {va.shape}")
-    if not isinstance(is_causal, (bool, np.bool_)):
-        raise TypeError(f"is_causal must be a bool; got {type(is_causal).__name__} {is_causal!r}")
-    if is_causal and mask is not None:
-        raise ValueError("give either mask or is_causal=True, not both")
-    factor = 1.0 / np.sqrt(qa.shape[-1]) if scale is None else check_positive_finite(scale, "scale")
+    qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
     try:
         batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2])
     except ValueError:

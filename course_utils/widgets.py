@@ -31,6 +31,17 @@ __all__ = [
 ]
 
 
+def _row_and_labels(scores: ArrayLike, labels: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
+    """One non-empty 1-D row of scores and one name per score (the positions by default)."""
+    row = as_real_array(scores, "scores")
+    if row.ndim != 1 or row.size == 0:
+        raise ValueError(f"scores must be one non-empty row (1-D); got shape {row.shape}")
+    names = [str(i) for i in range(row.size)] if labels is None else [str(label) for label in labels]
+    if len(names) != row.size:
+        raise ValueError(f"labels must have one name per score: {len(names)} labels for {row.size} scores")
+    return row, names
+
+
 def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
     """A temperature slider that redraws ``softmax(scores / T)`` as a bar chart.
 
@@ -63,12 +74,7 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
     >>> explorer.result.round(2)  # doctest: +SKIP
     array([0.34, 0.33, 0.33])
     """
-    row = as_real_array(scores, "scores")
-    if row.ndim != 1 or row.size == 0:
-        raise ValueError(f"scores must be one non-empty row (1-D); got shape {row.shape}")
-    names = [str(i) for i in range(row.size)] if labels is None else [str(label) for label in labels]
-    if len(names) != row.size:
-        raise ValueError(f"labels must have one name per score: {len(names)} labels for {row.size} scores")
+    row, names = _row_and_labels(scores, labels)
 
     def draw(temperature: float) -> np.ndarray:
         weights = softmax(row, temperature=temperature)
@@ -206,12 +212,7 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> wi
     >>> explorer.result  # doctest: +SKIP
     array([0.6, 0.4, 0. ])
     """
-    row = as_real_array(scores, "scores")
-    if row.ndim != 1 or row.size == 0:
-        raise ValueError(f"scores must be one non-empty row (1-D); got shape {row.shape}")
-    names = [str(i) for i in range(row.size)] if labels is None else [str(label) for label in labels]
-    if len(names) != row.size:
-        raise ValueError(f"labels must have one name per score: {len(names)} labels for {row.size} scores")
+    row, names = _row_and_labels(scores, labels)
 
     def mapping(alpha: float) -> tuple[np.ndarray, str]:
         # The exact closed forms where they exist (a slider value can be 2.0000000000000004).
@@ -393,12 +394,7 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
     >>> explorer.result["norm"] < 1e-40  # doctest: +SKIP
     True
     """
-    row = np.random.default_rng(0).standard_normal(8) if scores is None else as_real_array(scores, "scores")
-    if row.ndim != 1 or row.size == 0:
-        raise ValueError(f"scores must be one non-empty row (1-D); got shape {row.shape}")
-    names = [str(i) for i in range(row.size)] if labels is None else [str(label) for label in labels]
-    if len(names) != row.size:
-        raise ValueError(f"labels must have one name per score: {len(names)} labels for {row.size} scores")
+    row, names = _row_and_labels(np.random.default_rng(0).standard_normal(8) if scores is None else scores, labels)
 
     def draw(c: float) -> dict[str, object]:
         weights = softmax(c * row)
