@@ -320,6 +320,8 @@ def plot(rows: list[Timing], path: Path) -> None:
 
     cu.use_course_style()
     ops = ["softmax", "log_softmax", "logsumexp", "sparsemax", "entmax15"]
+    every_impl = sorted({r.impl for r in rows})
+    colour = {impl: cu.PALETTE[i % len(cu.PALETTE)] for i, impl in enumerate(every_impl)}  # one colour per implementation
     fig, axes = plt.subplots(1, len(ops), figsize=(15, 3.8), sharey=True)
     for ax, op in zip(axes, ops):
         subset = [r for r in rows if r.op == op and r.dtype == "float32"]
@@ -332,7 +334,7 @@ def plot(rows: list[Timing], path: Path) -> None:
                 base = min(r.seconds for r in subset if r.shape == shape)
                 mine = _lookup(rows, op, impl, shape, "float32")
                 ratios.append(mine.seconds / base if mine else np.nan)
-            ax.bar(np.arange(len(shapes)) + i * width, ratios, width, label=impl)
+            ax.bar(np.arange(len(shapes)) + i * width, ratios, width, label=impl, color=colour[impl])
         ax.set_xticks(np.arange(len(shapes)) + width * (len(impls) - 1) / 2, ["×".join(map(str, s)) for s in shapes], rotation=20, fontsize=8)
         ax.set_title(op)
         ax.set_xlabel("shape (float32)")

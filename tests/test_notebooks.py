@@ -141,3 +141,35 @@ def test_every_link_between_notebooks_resolves(notebook):
         for text in texts:
             for target, _ in LINK.findall(text):
                 assert (path.parent / target).is_file(), f"cell {i} links to missing {target}"
+
+
+# Figures drawn by course_utils functions that set their own title and axis labels.
+SELF_LABELLING = ("plot_prerequisites(",)
+
+
+def _functions_defined(nb: dict) -> dict[str, str]:
+    """Source of every function a notebook defines, by name."""
+    found = {}
+    for cell in _code_cells(nb):
+        source = "".join(cell["source"])
+        for match in re.finditer(r"^def (\w+)\(.*?(?=^\S|\Z)", source, re.MULTILINE | re.DOTALL):
+            found[match.group(1)] = match.group(0)
+    return found
+
+
+def test_every_figure_has_a_title_labelled_axes_and_words_around_it(notebook):
+    _, nb = notebook
+    cells = nb["cells"]
+    helpers = _functions_defined(nb)
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code" or "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            continue  # live widgets draw their own figures, checked by tests/test_widgets*.py
+        if not any("image/png" in o.get("data", {}) for o in cell["outputs"]):
+            continue
+        source = "".join(cell["source"])
+        text = source + "".join(body for name, body in helpers.items() if re.search(rf"\b{name}\(", source))
+        if not any(call in source for call in SELF_LABELLING):
+            assert re.search(r"set_title|suptitle", text), f"cell {i + 1}: the figure needs a title"
+            assert "set_xlabel" in text and "set_ylabel" in text, f"cell {i + 1}: label both axes"
+        assert cells[i - 1]["cell_type"] == "markdown", f"cell {i + 1}: say what to look for before the figure"
+        assert any(c["cell_type"] == "markdown" for c in cells[i + 1 : i + 4]), f"cell {i + 1}: say what was seen after it"
