@@ -13,7 +13,7 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["as_real_array", "check_axis", "check_int", "check_positive_finite", "compute_dtype"]
+__all__ = ["as_real_array", "as_same_shape_pair", "check_axis", "check_int", "check_positive_finite", "compute_dtype"]
 
 
 def as_real_array(x: ArrayLike, name: str = "x") -> np.ndarray:
@@ -72,3 +72,13 @@ def check_positive_finite(value: object, name: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{name} must be finite and > 0; got {value!r}")
     return value
+
+
+def as_same_shape_pair(a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: object) -> tuple[np.ndarray, np.ndarray, int]:
+    """Two real arrays of the same shape (at least 1-d) and a checked axis, for backward passes."""
+    x, y = as_real_array(a, names[0]), as_real_array(b, names[1])
+    if x.shape != y.shape:
+        raise ValueError(f"{names[0]} and {names[1]} must have the same shape; got {x.shape} and {y.shape}")
+    if x.ndim == 0:
+        raise ValueError(f"{names[0]} must have at least one dimension")
+    return x, y, check_axis(axis, x.ndim)

@@ -5,20 +5,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, check_axis
+from ._validation import as_real_array, as_same_shape_pair
 from .softmax import softmax
 
 __all__ = ["cross_entropy_grad", "log_softmax_backward", "softmax_backward", "softmax_jacobian"]
-
-
-def _pair(a: ArrayLike, b: ArrayLike, names: tuple[str, str], axis: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Two real arrays of the same shape and a checked axis."""
-    x, y = as_real_array(a, names[0]), as_real_array(b, names[1])
-    if x.shape != y.shape:
-        raise ValueError(f"{names[0]} and {names[1]} must have the same shape; got {x.shape} and {y.shape}")
-    if x.ndim == 0:
-        raise ValueError(f"{names[0]} must have at least one dimension")
-    return x, y, check_axis(axis, x.ndim)
 
 
 def softmax_jacobian(p: ArrayLike) -> np.ndarray:
@@ -96,7 +86,7 @@ def softmax_backward(grad_output: ArrayLike, probs: ArrayLike, axis: int = -1) -
     >>> softmax_backward([1.0, 0.0], [0.5, 0.5])
     array([ 0.25, -0.25])
     """
-    g, p, ax = _pair(grad_output, probs, ("grad_output", "probs"), axis)
+    g, p, ax = as_same_shape_pair(grad_output, probs, ("grad_output", "probs"), axis)
     return p * (g - (g * p).sum(axis=ax, keepdims=True))
 
 
@@ -126,7 +116,7 @@ def log_softmax_backward(grad_output: ArrayLike, log_probs: ArrayLike, axis: int
     >>> log_softmax_backward([0.0, -1.0], np.log([0.5, 0.5]))
     array([ 0.5, -0.5])
     """
-    g, logp, ax = _pair(grad_output, log_probs, ("grad_output", "log_probs"), axis)
+    g, logp, ax = as_same_shape_pair(grad_output, log_probs, ("grad_output", "log_probs"), axis)
     return g - np.exp(logp) * g.sum(axis=ax, keepdims=True)
 
 
@@ -156,7 +146,7 @@ def cross_entropy_grad(logits: ArrayLike, targets: ArrayLike, axis: int = -1) ->
     >>> cross_entropy_grad([0.0, 0.0], [1.0, 0.0])
     array([-0.5,  0.5])
     """
-    x, y, ax = _pair(logits, targets, ("logits", "targets"), axis)
+    x, y, ax = as_same_shape_pair(logits, targets, ("logits", "targets"), axis)
     if y.size and not np.allclose(y.sum(axis=ax), 1.0, atol=1e-6):
         raise ValueError("targets must sum to 1 along axis (a one-hot or soft target distribution)")
     return softmax(x, axis=ax) - y

@@ -24,7 +24,7 @@ from typing import Callable
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import as_real_array, check_axis, check_int, compute_dtype
+from ._validation import as_real_array, as_same_shape_pair, check_axis, check_int, compute_dtype
 from .softmax import softmax
 
 __all__ = ["entmax15", "entmax15_backward", "entmax_bisect", "sparsemax", "sparsemax_backward"]
@@ -225,15 +225,6 @@ def entmax_bisect(x: ArrayLike, alpha: float = 1.5, axis: int = -1, n_iter: int 
     return _along_last(x, axis, a - 1.0, compute)
 
 
-def _backward_pair(grad_output: ArrayLike, probs: ArrayLike, axis: int) -> tuple[np.ndarray, np.ndarray, int]:
-    g, p = as_real_array(grad_output, "grad_output"), as_real_array(probs, "probs")
-    if g.shape != p.shape:
-        raise ValueError(f"grad_output and probs must have the same shape; got {g.shape} and {p.shape}")
-    if g.ndim == 0:
-        raise ValueError("grad_output must have at least one dimension")
-    return g, p, check_axis(axis, g.ndim)
-
-
 def sparsemax_backward(grad_output: ArrayLike, probs: ArrayLike, axis: int = -1) -> np.ndarray:
     r"""The gradient through sparsemax: :math:`J g` with :math:`J = \operatorname{Diag}(s) - s s^{\mathsf T} / |S|`.
 
@@ -264,7 +255,7 @@ def sparsemax_backward(grad_output: ArrayLike, probs: ArrayLike, axis: int = -1)
     >>> sparsemax_backward([1.0, 0.0, 5.0], [0.75, 0.25, 0.0])
     array([ 0.5, -0.5,  0. ])
     """
-    g, p, ax = _backward_pair(grad_output, probs, axis)
+    g, p, ax = as_same_shape_pair(grad_output, probs, ("grad_output", "probs"), axis)
     support = (p > 0).astype(g.dtype)
     mean = (g * support).sum(axis=ax, keepdims=True) / support.sum(axis=ax, keepdims=True)
     return support * (g - mean)
@@ -296,7 +287,7 @@ def entmax15_backward(grad_output: ArrayLike, probs: ArrayLike, axis: int = -1) 
     >>> entmax15_backward([1.0, 0.0, 5.0], [0.25, 0.25, 0.0])
     array([ 0.25, -0.25,  0.  ])
     """
-    g, p, ax = _backward_pair(grad_output, probs, axis)
+    g, p, ax = as_same_shape_pair(grad_output, probs, ("grad_output", "probs"), axis)
     s = np.sqrt(np.maximum(p, 0))
     weighted = s * g
     return weighted - weighted.sum(axis=ax, keepdims=True) / s.sum(axis=ax, keepdims=True) * s

@@ -32,6 +32,7 @@ __all__ = [
     "Verdict",
     "describe",
     "non_negative",
+    "starter",
     "shift_invariant",
     "sums_to_one",
 ]
@@ -168,6 +169,11 @@ def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
     if out is None:
         raise _Failed(f"your function returned None on input {case.describe()}: did you forget `return`?")
     return _as_numbers(out, f"on input {case.describe()} your function returned")
+
+
+def starter(*args: Any, **kwargs: Any) -> Any:
+    """The stub a function exercise ships with: it raises ``NotImplementedError`` ("not attempted")."""
+    raise NotImplementedError
 
 
 class Exercise:

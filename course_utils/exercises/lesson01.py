@@ -5,11 +5,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..softmax import softmax
-from .core import Case, Exercise, FunctionExercise, ValueExercise, non_negative, shift_invariant, sums_to_one
+from .core import (
+    Case,
+    Exercise,
+    FunctionExercise,
+    non_negative,
+    shift_invariant,
+    starter,
+    sums_to_one,
+    ValueExercise,
+)
 
-
-def _starter(*args: object, **kwargs: object) -> np.ndarray:
-    raise NotImplementedError
 
 
 # --- q1: a stable softmax -----------------------------------------------------
@@ -69,7 +75,7 @@ def _q1() -> FunctionExercise:
         "q1",
         "Write a numerically stable softmax",
         reference=_q1_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((np.array([1.0, 0.0, 1.0]),)),
             Case((np.array([10.0, 0.0, -5.0]),)),
@@ -181,7 +187,7 @@ def _q3() -> FunctionExercise:
         "q3",
         "Softmax with a temperature",
         reference=_q3_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((row, 1.0)),
             Case((row, 2.0)),

@@ -6,11 +6,8 @@ import math
 
 import numpy as np
 
-from .core import Case, Exercise, FunctionExercise, Run, ValueExercise
+from .core import Case, Exercise, FunctionExercise, Run, starter, ValueExercise
 
-
-def _starter(*args: object, **kwargs: object) -> np.ndarray:
-    raise NotImplementedError
 
 
 #: The variance of every component of q and k in the experiment (N(0, 1)).
@@ -177,7 +174,7 @@ def _q3() -> FunctionExercise:
         "q3",
         "Scaled attention scores Q Kᵀ / √d_k",
         reference=_q3_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((Q1, K1)),
             Case((gen.integers(-3, 4, size=(3, 9)).astype(float), gen.integers(-3, 4, size=(5, 9)).astype(float))),

@@ -6,11 +6,8 @@ import numpy as np
 
 from ..gradients import cross_entropy_grad, softmax_backward, softmax_jacobian
 from ..softmax import softmax
-from .core import Case, Exercise, FunctionExercise, ValueExercise
+from .core import Case, Exercise, FunctionExercise, starter, ValueExercise
 
-
-def _starter(*args: object, **kwargs: object) -> np.ndarray:
-    raise NotImplementedError
 
 
 # --- q1: predict one Jacobian entry ----------------------------------------------
@@ -77,7 +74,7 @@ def _q2() -> FunctionExercise:
         "q2",
         "The gradient through softmax without the Jacobian",
         reference=_q2_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((np.array([1.0, 0.0]), np.array([0.5, 0.5]))),
             Case((np.array([1.0, -2.0, 0.5]), softmax(np.array([2.0, 1.0, 0.1])))),
@@ -136,7 +133,7 @@ def _q3() -> FunctionExercise:
         "q3",
         "The gradient of cross-entropy with respect to the logits",
         reference=_q3_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((np.array([0.0, 0.0]), np.array([1.0, 0.0]))),
             Case((np.array([2.0, -1.0, 0.5]), np.array([0.0, 0.0, 1.0]))),

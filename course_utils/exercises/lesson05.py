@@ -8,11 +8,8 @@ import numpy as np
 
 from ..attention import causal_mask, padding_mask
 from ..softmax import softmax
-from .core import Case, Exercise, FunctionExercise, Run, ValueExercise
+from .core import Case, Exercise, FunctionExercise, Run, starter, ValueExercise
 
-
-def _starter(*args: object, **kwargs: object) -> np.ndarray:
-    raise NotImplementedError
 
 
 # --- q1: a causal mask combined with a key-padding mask ----------------------------
@@ -96,7 +93,7 @@ def _q1() -> FunctionExercise:
         "q1",
         "Combine a causal mask with a key-padding mask for a padded batch",
         reference=_q1_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             # Lengths as a list, as a learner writes them (and as the notebook passes them).
             Case(([3], 3)),
@@ -218,7 +215,7 @@ def _q2() -> FunctionExercise:
         "q2",
         "Masked softmax: attention weights with a bool mask (True = attend)",
         reference=_q2_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((np.array([2.0, 1.0, 0.5, 3.0]), np.array([True, True, True, False]))),
             Case((np.array([[0.5, 2.0, -1.0], [1.0, 0.0, 3.0], [-2.0, 1.0, 1.0]]), causal3)),

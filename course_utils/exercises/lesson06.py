@@ -6,11 +6,17 @@ import numpy as np
 
 from ..softmax import softmax
 from ..sparse import sparsemax
-from .core import Case, Exercise, FunctionExercise, ValueExercise, non_negative, shift_invariant, sums_to_one
+from .core import (
+    Case,
+    Exercise,
+    FunctionExercise,
+    non_negative,
+    shift_invariant,
+    starter,
+    sums_to_one,
+    ValueExercise,
+)
 
-
-def _starter(*args: object, **kwargs: object) -> np.ndarray:
-    raise NotImplementedError
 
 
 # --- q1: sparsemax of one row, by sorting -------------------------------------------
@@ -102,7 +108,7 @@ def _q1() -> FunctionExercise:
         "q1",
         "Sparsemax of one row, by sorting",
         reference=_q1_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((np.array([0.5, 0.0]),)),
             Case((np.array([1.0, 0.8, 0.5, -1.0]),)),

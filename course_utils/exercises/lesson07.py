@@ -9,11 +9,18 @@ from typing import Any, Callable
 import numpy as np
 
 from ..tiled import _update_block
-from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, _call_safely, _Failed, describe
+from .core import (
+    _call_safely,
+    _Failed,
+    Case,
+    describe,
+    Exercise,
+    FunctionExercise,
+    Run,
+    starter,
+    ValueExercise,
+)
 
-
-def _starter(*args: object, **kwargs: object) -> np.ndarray:
-    raise NotImplementedError
 
 
 # --- q1: one step of the output-accumulator update --------------------------------
@@ -130,7 +137,7 @@ def _q1() -> FunctionExercise:
         "q1",
         "One step of the FlashAttention recurrence: fold a block of scores and values into (m, l, acc)",
         reference=_q1_reference,
-        starter=_starter,
+        starter=starter,
         cases=[
             Case((-math.inf, 0.0, 0.0, np.array([1.0, 2.0]), np.array([10.0, 20.0]))),
             Case((2.0, 1.5, 25.0, np.array([0.0, 1.0]), np.array([-4.0, 8.0]))),
