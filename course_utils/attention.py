@@ -121,6 +121,25 @@ def attention_inputs(
     return qa, ka, va, factor
 
 
+def broadcast_mask(mask: ArrayLike, scores_shape: tuple[int, ...]) -> np.ndarray:
+    """Check a bool or real mask and return it broadcast (as a view) to the scores' shape (..., L, S)."""
+    m = np.asarray(mask)
+    if m.dtype.kind not in "bfiu":
+        raise TypeError(f"mask must be bool (True = attend) or real (added to the scores); got dtype {m.dtype}")
+    try:
+        shape = np.broadcast_shapes(m.shape, scores_shape)
+    except ValueError:
+        shape = None
+    if shape != tuple(scores_shape):
+        raise ValueError(f"mask of shape {m.shape} does not broadcast to the scores' shape {tuple(scores_shape)}")
+    return np.broadcast_to(m, scores_shape)
+
+
+def apply_mask(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Scores with a bool mask applied (False -> -inf) or a real mask added."""
+    return np.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
+
+
 def scaled_dot_product_attention(
     q: ArrayLike,
     k: ArrayLike,
@@ -184,16 +203,7 @@ def scaled_dot_product_attention(
     if is_causal:
         mask = causal_mask(qa.shape[-2], ka.shape[-2])
     if mask is not None:
-        m = np.asarray(mask)
-        if m.dtype.kind not in "bfiu":
-            raise TypeError(f"mask must be bool (True = attend) or real (added to the scores); got dtype {m.dtype}")
-        try:
-            shape = np.broadcast_shapes(m.shape, scores.shape)
-        except ValueError:
-            raise ValueError(f"mask of shape {m.shape} does not broadcast to the scores' shape {scores.shape}") from None
-        if shape != scores.shape:
-            raise ValueError(f"mask of shape {m.shape} does not broadcast to the scores' shape {scores.shape}")
-        scores = np.where(m, scores, -np.inf) if m.dtype == bool else scores + m
+        scores = apply_mask(scores, broadcast_mask(mask, scores.shape))
     weights = softmax(scores, axis=-1)
     # A query with no allowed key: zero weights (softmax alone would give NaN).
     nothing_allowed = np.isneginf(scores).all(axis=-1, keepdims=True)

@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import check_int, compute_dtype
-from .attention import attention_inputs
+from .attention import apply_mask, attention_inputs, broadcast_mask
 
 __all__ = ["tiled_attention"]
 
@@ -161,18 +161,8 @@ def tiled_attention(
         raise ValueError(f"the batch dimensions of v {va.shape} do not broadcast with those of q and k {batch}") from None
     n_q, n_k, n_v = qa.shape[-2], ka.shape[-2], va.shape[-1]
     scores_shape = (*batch, n_q, n_k)
-    m_arr = None
-    if mask is not None:
-        m_arr = np.asarray(mask)
-        if m_arr.dtype.kind not in "bfiu":
-            raise TypeError(f"mask must be bool (True = attend) or real (added to the scores); got dtype {m_arr.dtype}")
-        try:
-            shape = np.broadcast_shapes(m_arr.shape, scores_shape)
-        except ValueError:
-            raise ValueError(f"mask of shape {m_arr.shape} does not broadcast to the scores' shape {scores_shape}") from None
-        if shape != scores_shape:
-            raise ValueError(f"mask of shape {m_arr.shape} does not broadcast to the scores' shape {scores_shape}")
-        m_arr = np.broadcast_to(m_arr, scores_shape)  # a view: tiles are sliced from it, nothing is copied
+    # A broadcast view: tiles are sliced from it, nothing is copied.
+    m_arr = None if mask is None else broadcast_mask(mask, scores_shape)
 
     dtype = compute_dtype(np.result_type(qa, ka, va))
     kt = np.swapaxes(ka, -1, -2).astype(dtype, copy=False)
@@ -195,8 +185,7 @@ def tiled_attention(
                     allowed = np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None]
                     s = np.where(allowed, s, -np.inf)
                 elif m_arr is not None:
-                    tile = m_arr[..., i0:i1, j0:j1]
-                    s = np.where(tile, s, -np.inf) if tile.dtype == bool else s + tile
+                    s = apply_mask(s, m_arr[..., i0:i1, j0:j1])
                 m, l, acc = _update_block(m, l, acc, s, vw[..., j0:j1, :])
             # A row with no allowed key has l = 0: output 0 (as SDPA) and lse = log 0 = -inf.
             seen = l > 0

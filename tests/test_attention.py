@@ -18,6 +18,7 @@ from course_utils import (
     padding_mask,
     scaled_dot_product_attention,
     softmax,
+    tiled_attention,
 )
 
 
@@ -177,11 +178,12 @@ def test_attention_distance_known_values_and_causal_case():
         ({"q": [["a"]]}, TypeError, r"\bq\b"),
     ],
 )
-def test_bad_arguments_are_rejected_by_name(kwargs, error, match):
+@pytest.mark.parametrize("attention", [scaled_dot_product_attention, tiled_attention], ids=["sdpa", "tiled"])
+def test_bad_arguments_are_rejected_by_name(attention, kwargs, error, match):
     args = {"q": np.zeros((2, 3)), "k": np.zeros((4, 3)), "v": np.zeros((4, 2))}
     args.update(kwargs)
     with pytest.raises(error, match=match):
-        scaled_dot_product_attention(args.pop("q"), args.pop("k"), args.pop("v"), **args)
+        attention(args.pop("q"), args.pop("k"), args.pop("v"), **args)
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from course_utils import softmax
-from course_utils.widgets import temperature_explorer
+from course_utils.widgets import alpha_explorer, saturation_explorer, temperature_explorer
 
 
 def test_moving_the_temperature_slider_redraws_the_weights(capsys):
@@ -21,10 +21,16 @@ def test_the_slider_spans_cold_to_hot():
     assert (slider.min, slider.max, slider.base) == (-2, 2, 10)
 
 
+@pytest.mark.parametrize("explorer", [temperature_explorer, alpha_explorer, saturation_explorer])
 @pytest.mark.parametrize(
-    "scores,labels,match",
-    [([[1.0, 2.0]], None, "scores"), ([], None, "scores"), ([1.0, 2.0], ["only one"], "labels"), (["a"], None, "scores")],
+    "scores,labels,error,match",
+    [
+        ([[1.0, 2.0]], None, ValueError, "scores"),
+        ([], None, ValueError, "scores"),
+        (["a", "b"], None, TypeError, "scores"),
+        ([1.0, 2.0], ["only one"], ValueError, "labels"),
+    ],
 )
-def test_bad_arguments_are_rejected_by_name(scores, labels, match):
-    with pytest.raises((ValueError, TypeError), match=match):
-        temperature_explorer(scores, labels)
+def test_a_row_explorer_rejects_bad_arguments_by_name(explorer, scores, labels, error, match):
+    with pytest.raises(error, match=match):
+        explorer(scores, labels)

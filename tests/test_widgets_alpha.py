@@ -58,17 +58,3 @@ def test_the_title_names_the_mapping_and_the_support_size(monkeypatch):
     explorer.children[0].value = 2.0
     assert titles[0] == "α = 1.00 (softmax): support 5 of 5"
     assert titles[-1] == f"α = 2.00 (sparsemax): support {np.count_nonzero(sparsemax(ROW))} of 5"
-
-
-@pytest.mark.parametrize(
-    "scores,labels,error,match",
-    [
-        ([[1.0, 2.0]], None, ValueError, "scores"),
-        ([], None, ValueError, "scores"),
-        (["a", "b"], None, TypeError, "scores"),
-        ([1.0, 2.0], ["only one"], ValueError, "labels"),
-    ],
-)
-def test_bad_arguments_are_rejected_by_name(scores, labels, error, match):
-    with pytest.raises(error, match=match):
-        alpha_explorer(scores, labels)

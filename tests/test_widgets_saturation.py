@@ -64,17 +64,3 @@ def test_the_default_row_is_8_fixed_standard_normal_scores_and_the_colour_range_
     default_row = np.random.default_rng(0).standard_normal(8)
     np.testing.assert_allclose(explorer.result["weights"], expected(50.0, default_row)[0], rtol=1e-12, atol=1e-300)
     assert ranges == [((8, 8), -0.25, 0.25)] * 2
-
-
-@pytest.mark.parametrize(
-    "scores,labels,error,match",
-    [
-        ([[1.0, 2.0]], None, ValueError, "scores"),
-        ([], None, ValueError, "scores"),
-        (["a", "b"], None, TypeError, "scores"),
-        ([1.0, 2.0], ["only one"], ValueError, "labels"),
-    ],
-)
-def test_bad_arguments_are_rejected_by_name(scores, labels, error, match):
-    with pytest.raises(error, match=match):
-        saturation_explorer(scores, labels)

@@ -249,6 +249,9 @@ class FunctionExercise(Exercise):
     early_properties : sequence of Property
         Checked right after the shape, before the check for nan and inf: for
         outputs where nan or inf is not an overflow but a wrong kind of answer.
+    nonfinite_hint : str
+        What to say when the result holds nan or inf where the reference does not
+        (an inf that the reference has too is correct).
     starter : callable
         The stub the notebook ships (it raises ``NotImplementedError``).
     rtol, atol : float
@@ -273,6 +276,10 @@ class FunctionExercise(Exercise):
         solution: str,
         rtol: float = 1e-6,
         atol: float = 1e-9,
+        nonfinite_hint: str = (
+            "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
+            "subtract each row's own maximum first."
+        ),
     ) -> None:
         super().__init__(
             lesson, name, title, reference=reference, wrong_answers=wrong_answers, hints=hints, solution=solution
@@ -282,6 +289,7 @@ class FunctionExercise(Exercise):
         self.early_properties = tuple(early_properties)
         self.starter = starter
         self.rtol, self.atol = rtol, atol
+        self.nonfinite_hint = nonfinite_hint
 
     def evaluate(self, answer: Any) -> Verdict:
         """Return the verdict on `answer` without printing anything."""
@@ -309,13 +317,11 @@ class FunctionExercise(Exercise):
             problem = prop(run)
             if problem:
                 raise _Failed(f"on input {case.describe()} the result {problem}")
-        if not np.isfinite(out).all():
-            raise _Failed(
-                f"on input {case.describe()} the result contains nan or inf: {describe(out)}. "
-                "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
-                "subtract each row's own maximum first."
-            )
-        max_diff = float(np.abs(out - expected).max()) if out.size else 0.0
+        if (~np.isfinite(out) & (out != expected)).any():  # an inf the reference also has is right
+            raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self.nonfinite_hint}")
+        with np.errstate(invalid="ignore"):
+            diff = np.where(out == expected, 0.0, np.abs(out - expected))
+        max_diff = float(diff.max()) if out.size else 0.0
         for prop in self.properties:
             problem = prop(run)
             if problem:

@@ -12,7 +12,6 @@ from ..softmax import log_softmax, softmax
 from .core import Case, Exercise, FunctionExercise, Run, starter, ValueExercise
 
 
-
 # --- q1: predict where float32 overflows ----------------------------------------
 
 

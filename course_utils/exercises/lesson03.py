@@ -9,7 +9,6 @@ import numpy as np
 from .core import Case, Exercise, FunctionExercise, Run, starter, ValueExercise
 
 
-
 #: The variance of every component of q and k in the experiment (N(0, 1)).
 _COMPONENT_VARIANCE = 1.0
 

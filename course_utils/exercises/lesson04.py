@@ -9,7 +9,6 @@ from ..softmax import softmax
 from .core import Case, Exercise, FunctionExercise, starter, ValueExercise
 
 
-
 # --- q1: predict one Jacobian entry ----------------------------------------------
 
 

@@ -11,7 +11,6 @@ from ..softmax import softmax
 from .core import Case, Exercise, FunctionExercise, Run, starter, ValueExercise
 
 
-
 # --- q1: a causal mask combined with a key-padding mask ----------------------------
 
 

@@ -18,7 +18,6 @@ from .core import (
 )
 
 
-
 # --- q1: sparsemax of one row, by sorting -------------------------------------------
 
 

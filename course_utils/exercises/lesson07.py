@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import copy
 import math
-from typing import Any, Callable
 
 import numpy as np
 
 from ..tiled import _update_block
 from .core import (
-    _call_safely,
-    _Failed,
     Case,
-    describe,
     Exercise,
     FunctionExercise,
     Run,
     starter,
     ValueExercise,
 )
-
 
 
 # --- q1: one step of the output-accumulator update --------------------------------
@@ -83,7 +77,8 @@ def _running_max(run: Run) -> str | None:
 
 
 def _normalizer_at_least_one(run: Run) -> str | None:
-    if run.output[1] < 1 - 1e-12:
+    # Once any key is allowed (a finite m_new), the key holding the maximum contributes e^0 = 1.
+    if np.isfinite(run.output[0]) and run.output[1] < 1 - 1e-12:
         return (
             f"has l_new = {run.output[1]:.4g} < 1, but the key holding the maximum contributes e^0 = 1 "
             "to l_new by itself"
@@ -110,29 +105,8 @@ Shifting by 0 gives alpha = 0 and p = 0, so the state stays (-inf, 0, 0), as it 
 """
 
 
-class _RecurrenceExercise(FunctionExercise):
-    """Exercise 1: one correct result is not finite, the empty state (-inf, 0, 0) kept by a fully masked block.
-
-    The generic check rejects any inf in a result, so such a case is checked here, exactly.
-    """
-
-    def _check_case(self, answer: Callable[..., Any], case: Case) -> None:
-        expected = np.asarray(self.reference(*copy.deepcopy(case.args), **case.kwargs), dtype=np.float64)
-        if np.isfinite(expected).all():
-            return super()._check_case(answer, case)
-        out = _call_safely(answer, case)
-        if out.shape != expected.shape:
-            raise _Failed(f"on input {case.describe()} the result has shape {out.shape}; expected {expected.shape}")
-        if not np.array_equal(out, expected):
-            raise _Failed(
-                f"on input {case.describe()} the result is {describe(out)}; nothing has been allowed yet, not even in "
-                "this block, so the state must stay (-inf, 0.0, 0.0). Here m_new is -inf, and shifting by it computes "
-                "exp(-inf - (-inf)) = nan: shift by 0 instead when m_new is -inf."
-            )
-
-
 def _q1() -> FunctionExercise:
-    return _RecurrenceExercise(
+    return FunctionExercise(
         "07",
         "q1",
         "One step of the FlashAttention recurrence: fold a block of scores and values into (m, l, acc)",
@@ -163,6 +137,12 @@ def _q1() -> FunctionExercise:
         ],
         solution=_Q1_SOLUTION,
         rtol=1e-12,
+        # One correct result is not finite: an empty state (-inf, 0, 0) meeting a fully masked block.
+        nonfinite_hint=(
+            "When nothing has been allowed yet, not even in this block, the state must stay (-inf, 0.0, 0.0). "
+            "There m_new is -inf, and shifting by it computes exp(-inf - (-inf)) = nan: shift by 0 instead "
+            "when m_new is -inf."
+        ),
     )
 
 
