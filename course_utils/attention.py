@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
+def causal_mask(n_q: int, n_k: int | None = None, *, align: str = "upper-left") -> np.ndarray:
     """A bool mask letting query ``i`` attend to keys ``0..i`` (True = attend).
 
     Parameters
@@ -34,18 +34,27 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
         Number of queries (rows), >= 0.
     n_k : int, optional
         Number of keys (columns), >= 0; defaults to `n_q`.
+    align : {"upper-left", "lower-right"}, default "upper-left"
+        Which corner the diagonal starts from when ``n_q != n_k``.
+        ``"upper-left"`` is torch's ``is_causal=True``: query ``i`` sees keys
+        ``0..i``. ``"lower-right"`` is the KV-cache convention of
+        FlashAttention >= 2.1: the last query sees every key, query ``i`` sees
+        keys ``0..i + n_k - n_q``, as when ``n_q`` new tokens follow
+        ``n_k - n_q`` cached ones.
 
     Returns
     -------
     numpy.ndarray of bool, shape (n_q, n_k)
-        Lower-triangular and aligned to the upper-left corner, like torch's
-        ``is_causal=True``: for ``n_q > n_k`` the last rows see every key,
-        for ``n_q < n_k`` the last keys are seen by nobody.
+        Lower-triangular. Upper-left: for ``n_q > n_k`` the last rows see every
+        key, for ``n_q < n_k`` the last keys are seen by nobody. Lower-right:
+        for ``n_q > n_k`` the first ``n_q - n_k`` queries see **nothing**
+        (fully masked rows), for ``n_q < n_k`` every query sees the first
+        ``n_k - n_q + 1`` keys at least.
 
     Raises
     ------
     TypeError, ValueError
-        If a size is not an int or is negative.
+        If a size is not an int or is negative, or `align` is unknown.
 
     Examples
     --------
@@ -53,10 +62,20 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
     array([[1, 0, 0],
            [1, 1, 0],
            [1, 1, 1]])
+    >>> causal_mask(2, 4, align="lower-right").astype(int)  # 2 new tokens after 2 cached ones
+    array([[1, 1, 1, 0],
+           [1, 1, 1, 1]])
     """
     rows = check_int(n_q, "n_q", 0)
     cols = rows if n_k is None else check_int(n_k, "n_k", 0)
-    return np.tri(rows, cols, dtype=bool)
+    return np.tri(rows, cols, k=_causal_offset(rows, cols, align), dtype=bool)
+
+
+def _causal_offset(n_q: int, n_k: int, align: str) -> int:
+    """How far right of the main diagonal query 0's last visible key lies, for an `align` convention."""
+    if align not in ("upper-left", "lower-right"):
+        raise ValueError(f"align must be 'upper-left' or 'lower-right'; got {align!r}")
+    return n_k - n_q if align == "lower-right" else 0
 
 
 def padding_mask(lengths: ArrayLike, max_len: int) -> np.ndarray:
@@ -284,9 +303,7 @@ def attention_distance(weights: ArrayLike, *, align: str = "upper-left") -> np.n
     p = as_real_array(weights, "weights")
     if p.ndim < 2:
         raise ValueError(f"weights must have shape (..., L, S); got shape {p.shape}")
-    if align not in ("upper-left", "lower-right"):
-        raise ValueError(f"align must be 'upper-left' or 'lower-right'; got {align!r}")
     n_q, n_k = p.shape[-2:]
-    offset = n_k - n_q if align == "lower-right" else 0
+    offset = _causal_offset(n_q, n_k, align)
     distance = np.abs(np.arange(n_q)[:, None] + offset - np.arange(n_k)[None, :])
     return (p * distance).sum(axis=-1)

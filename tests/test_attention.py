@@ -124,6 +124,28 @@ def test_causal_mask_is_upper_left_aligned_like_torch():
         np.testing.assert_array_equal(causal_mask(L, S), ref)
 
 
+@pytest.mark.parametrize("L,S", [(2, 5), (3, 3), (5, 2), (0, 3), (3, 0)])
+def test_lower_right_causal_mask_matches_torch_causal_lower_right(L, S):
+    import warnings
+
+    from torch.nn.attention.bias import causal_lower_right
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch warns that L > S gives empty rows
+        ref = causal_lower_right(L, S)._materialize().numpy()
+    mask = causal_mask(L, S, align="lower-right")
+    np.testing.assert_array_equal(mask, ref)
+    # Independently: query i sees key j exactly when j <= i + S - L.
+    i, j = np.indices((L, S))
+    np.testing.assert_array_equal(mask, j <= i + S - L)
+
+
+def test_lower_right_alignment_empties_the_first_rows_when_queries_outnumber_keys():
+    mask = causal_mask(5, 3, align="lower-right")
+    assert mask.sum(axis=-1).tolist() == [0, 0, 1, 2, 3]
+    assert causal_mask(3, 5, align="lower-right")[:, :3].all()  # every query sees the 3 oldest keys
+
+
 def test_padding_mask_marks_the_first_lengths_positions():
     np.testing.assert_array_equal(padding_mask([0, 2, 3], 3), [[0, 0, 0], [1, 1, 0], [1, 1, 1]])
     ref = torch.arange(4)[None, :] < torch.tensor([1, 4])[:, None]
@@ -192,6 +214,7 @@ def test_bad_arguments_are_rejected_by_name(attention, kwargs, error, match):
         (lambda: causal_mask(-1), ValueError, "n_q"),
         (lambda: causal_mask(2, -3), ValueError, "n_k"),
         (lambda: causal_mask(2.5), TypeError, "n_q"),
+        (lambda: causal_mask(2, 3, align="lower_right"), ValueError, "align"),
         (lambda: padding_mask([1, 5], 4), ValueError, "lengths"),
         (lambda: padding_mask([-1], 4), ValueError, "lengths"),
         (lambda: padding_mask([1.5], 4), TypeError, "lengths"),
