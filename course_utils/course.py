@@ -12,6 +12,8 @@ the course knows about its lessons.
 from __future__ import annotations
 
 import json
+import math
+import re
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +24,7 @@ __all__ = [
     "Lesson",
     "course_map_markdown",
     "header_markdown",
+    "learner_minutes",
     "plot_prerequisites",
     "read_course",
     "read_lesson",
@@ -29,6 +32,44 @@ __all__ = [
 
 METADATA_KEY = "course"
 _FIELDS = ("lesson", "title", "minutes", "objectives", "prerequisites")
+#: A lesson notebook's file name: its lesson number, an optional part letter, then "_".
+LESSON_FILE = re.compile(r"^(\d\d[a-z]?)_.*\.ipynb$")
+
+#: The pace of a learner, calibrated on what learners took for lessons 02, 05, 06 and 07
+#: as they stood in November 2026 (about 90, 100-120, 100-120 and 120-150 minutes; the
+#: formula gave 78, 120, 120 and 138): technical prose with formulas is read at about 80
+#: words a minute, a code cell is read, run and its output looked at in about a minute,
+#: and an exercise takes about five.
+WORDS_PER_MINUTE = 80
+MINUTES_PER_CODE_CELL = 1.0
+MINUTES_PER_EXERCISE = 5.0
+
+
+def learner_minutes(notebook: Mapping[str, Any], n_exercises: int | None = None) -> int:
+    """Real learner time for a notebook, rounded up to a multiple of 5 minutes.
+
+    ``words / 80 + 1 * code cells + 5 * exercises``, where words counts every
+    Markdown cell but the generated header (the first cell), code cells the
+    non-empty ones, and exercises those of the lesson's exercise module (or
+    `n_exercises`, if given).
+
+    Examples
+    --------
+    >>> cell = lambda kind, text: {"cell_type": kind, "source": text}
+    >>> nb = {"cells": [cell("markdown", "# header"), cell("markdown", "word " * 800), cell("code", "x = 1")]}
+    >>> learner_minutes(nb, n_exercises=1)  # 10 + 1 + 5 = 16, rounded up
+    20
+    """
+    cells = notebook["cells"]
+    words = sum(len("".join(c["source"]).split()) for c in cells[1:] if c["cell_type"] == "markdown")
+    code = sum(1 for c in cells if c["cell_type"] == "code" and "".join(c["source"]).strip())
+    if n_exercises is None:
+        from . import exercises
+
+        lesson = str(notebook.get("metadata", {}).get(METADATA_KEY, {}).get("lesson", ""))
+        n_exercises = len(vars(exercises.load(lesson))) if lesson in exercises.LESSONS else 0
+    raw = words / WORDS_PER_MINUTE + MINUTES_PER_CODE_CELL * code + MINUTES_PER_EXERCISE * n_exercises
+    return max(5, 5 * math.ceil(raw / 5 - 1e-9))
 
 
 @dataclass(frozen=True)
@@ -75,8 +116,12 @@ class Lesson:
     @property
     def link(self) -> str:
         """A Markdown link to this lesson's notebook, relative to the notebooks folder."""
+        return self.link_from("")
+
+    def link_from(self, folder: str) -> str:
+        """A Markdown link to this lesson's notebook from a page whose path to the notebooks is `folder`."""
         name = self.path.name if self.path else ""
-        return f"[Lesson {self.lesson} · {self.title}]({name})"
+        return f"[Lesson {self.lesson} · {self.title}]({folder}{name})"
 
 
 def read_lesson(path: str | Path) -> Lesson:
@@ -88,7 +133,7 @@ def read_lesson(path: str | Path) -> Lesson:
 
 def read_course(directory: str | Path) -> dict[str, Lesson]:
     """Every lesson of the notebooks in `directory`, keyed and sorted by lesson number."""
-    lessons = [read_lesson(p) for p in sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))]
+    lessons = [read_lesson(p) for p in sorted(Path(directory).glob("*.ipynb")) if LESSON_FILE.match(p.name)]
     return {lesson.lesson: lesson for lesson in lessons}
 
 
@@ -128,8 +173,11 @@ def header_markdown(lesson: Lesson, course: Mapping[str, Lesson] | None = None) 
     return "\n".join(lines)
 
 
-def course_map_markdown(course: Mapping[str, Lesson]) -> str:
+def course_map_markdown(course: Mapping[str, Lesson], folder: str = "") -> str:
     """A Markdown table of the lessons: link, minutes, what you learn, what to do first.
+
+    Links are relative to the notebooks folder, or prefixed with `folder`
+    (``"notebooks/"`` for the README).
 
     Examples
     --------
@@ -145,7 +193,7 @@ def course_map_markdown(course: Mapping[str, Lesson]) -> str:
     for lesson in course.values():
         objectives = "<br>".join(f"• {o}" for o in lesson.objectives) if len(lesson.objectives) > 1 else lesson.objectives[0]
         first = ", ".join(lesson.requires) if lesson.requires else "(none)"
-        rows.append(f"| {lesson.link} | {lesson.minutes} | {objectives} | {first} |")
+        rows.append(f"| {lesson.link_from(folder)} | {lesson.minutes} | {objectives} | {first} |")
     total = sum(lesson.minutes for lesson in course.values())
     return "\n".join(rows) + f"\n\n**Total: {total} minutes** (about {total / 60:.1f} hours)."
 
@@ -163,24 +211,24 @@ def plot_prerequisites(course: Mapping[str, Lesson]):  # -> matplotlib Figure
     depth: dict[str, int] = {}
     for key, lesson in course.items():  # sorted by number, and requires names earlier lessons only
         depth[key] = 1 + max((depth[r] for r in lesson.requires if r in depth), default=-1)
+    x = {key: i for i, key in enumerate(course)}  # "05b" sits right after "05"
     fig, ax = plt.subplots(figsize=(8.0, 4.2))
     for key, lesson in course.items():
         for r in lesson.requires:
             if r in course:
                 ax.annotate(
-                    "", xy=(int(key), depth[key]), xytext=(int(r), depth[r]),
+                    "", xy=(x[key], depth[key]), xytext=(x[r], depth[r]),
                     arrowprops={"arrowstyle": "->", "color": "#777777", "shrinkA": 14, "shrinkB": 14},
                 )
     for key, lesson in course.items():
-        ax.scatter(int(key), depth[key], s=900, color=PALETTE[0], zorder=3)
-        ax.annotate(key, (int(key), depth[key]), ha="center", va="center", color="white", weight="bold", zorder=4)
+        ax.scatter(x[key], depth[key], s=900, color=PALETTE[0], zorder=3)
+        ax.annotate(key, (x[key], depth[key]), ha="center", va="center", color="white", weight="bold", zorder=4)
         short = lesson.title.split(":")[0]
-        ax.annotate(textwrap.fill(short, 16), (int(key), depth[key]),
+        ax.annotate(textwrap.fill(short, 16), (x[key], depth[key]),
                     xytext=(0, -22), textcoords="offset points", ha="center", va="top", fontsize=8)
-    keys = [int(k) for k in course]
-    ax.set_xlim(min(keys) - 0.7, max(keys) + 0.7)
+    ax.set_xlim(-0.7, len(course) - 0.3)
     ax.set_ylim(-1.0, max(depth.values()) + 0.5)
-    ax.set_xticks(keys)
+    ax.set_xticks(range(len(course)), list(course))
     ax.set_yticks(range(max(depth.values()) + 1))
     ax.set_xlabel("lesson number (suggested order)")
     ax.set_ylabel("longest chain of lessons before it")

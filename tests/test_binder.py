@@ -47,9 +47,9 @@ def test_post_build_installs_course_utils(dockerfile):
     assert re.search(r"pip install\b.*\s\.\s*$", script, re.MULTILINE), "postBuild must pip-install this package"
 
 
-def test_the_readme_badge_opens_lesson_01_in_jupyterlab():
+def test_the_readme_badge_opens_the_start_here_notebook_in_jupyterlab():
     readme = (ROOT / "README.md").read_text()
     badge = re.search(r"\(https://mybinder\.org/v2/gh/[^)]+\?urlpath=lab/tree/([^)]+)\)", readme)
     assert badge, "the README needs a Binder badge that opens JupyterLab"
-    assert badge.group(1) == "notebooks/01_softmax_basics.ipynb"
+    assert badge.group(1) == "notebooks/00_start_here.ipynb"
     assert (ROOT / badge.group(1)).is_file()

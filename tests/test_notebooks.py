@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.course import METADATA_KEY, Lesson, header_markdown, read_course
+from course_utils.course import METADATA_KEY, Lesson, header_markdown, learner_minutes, read_course
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -89,6 +89,24 @@ def test_metadata_is_complete_and_the_header_shows_it(notebook):
     assert first["cell_type"] == "markdown"
     expected = header_markdown(lesson, read_course(path.parent))
     assert "".join(first["source"]) == expected, "run `python tools/notebooks.py headers` on it"
+
+
+def test_minutes_are_computed_from_the_notebook_never_typed(notebook):
+    _, nb = notebook
+    assert nb["metadata"][METADATA_KEY]["minutes"] == learner_minutes(nb), "run `python tools/notebooks.py headers` on it"
+
+
+# Lessons still over the one-hour budget, each with the open issue that splits or trims it.
+OVER_BUDGET = {"01": "issue 12", "02": "issue 12", "07": "issue 14"}
+
+
+def test_each_lesson_takes_at_most_an_hour(notebook):
+    _, nb = notebook
+    lesson = nb["metadata"][METADATA_KEY]["lesson"]
+    if lesson in OVER_BUDGET:
+        assert learner_minutes(nb) > 60, f"lesson {lesson} fits in an hour now: take it out of OVER_BUDGET"
+        pytest.xfail(f"lesson {lesson} is over budget until {OVER_BUDGET[lesson]} splits or trims it")
+    assert learner_minutes(nb) <= 60, "split the lesson or trim it (see course_utils.course.learner_minutes)"
 
 
 def test_ends_with_a_summary_and_what_comes_next(notebook):

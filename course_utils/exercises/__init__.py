@@ -24,11 +24,12 @@ from .core import Exercise, FunctionExercise, ValueExercise, Verdict
 __all__ = ["LESSONS", "Exercise", "FunctionExercise", "ValueExercise", "Verdict", "all_exercises", "load"]
 
 #: Lessons that have exercises ("01", ...), mapped to their module (lesson01, ...): every
-#: module named lessonNN in this package defines ``exercises()`` for lesson NN.
+#: module named lessonNN (or lessonNNb for a lesson split in parts) in this package
+#: defines ``exercises()`` for lesson NN.
 LESSONS: dict[str, str] = {
     match.group(1): info.name
     for info in pkgutil.iter_modules(__path__)
-    if (match := re.fullmatch(r"lesson(\d\d)", info.name))
+    if (match := re.fullmatch(r"lesson(\d\d[a-z]?)", info.name))
 }
 
 
