@@ -173,11 +173,12 @@ def header_markdown(lesson: Lesson, course: Mapping[str, Lesson] | None = None) 
     return "\n".join(lines)
 
 
-def course_map_markdown(course: Mapping[str, Lesson], folder: str = "") -> str:
+def course_map_markdown(course: Mapping[str, Lesson], folder: str = "", *, objectives: bool = True) -> str:
     """A Markdown table of the lessons: link, minutes, what you learn, what to do first.
 
     Links are relative to the notebooks folder, or prefixed with `folder`
-    (``"notebooks/"`` for the README).
+    (``"notebooks/"`` for the README). ``objectives=False`` leaves out the
+    column of objectives, for a table that fits on a screen.
 
     Examples
     --------
@@ -190,10 +191,15 @@ def course_map_markdown(course: Mapping[str, Lesson], folder: str = "") -> str:
     **Total: 30 minutes** (about 0.5 hours).
     """
     rows = ["| Lesson | Minutes | You will be able to | Do first |", "|---|---|---|---|"]
+    if not objectives:
+        rows = ["| Lesson | Minutes | Do first |", "|---|---|---|"]
     for lesson in course.values():
-        objectives = "<br>".join(f"• {o}" for o in lesson.objectives) if len(lesson.objectives) > 1 else lesson.objectives[0]
         first = ", ".join(lesson.requires) if lesson.requires else "(none)"
-        rows.append(f"| {lesson.link_from(folder)} | {lesson.minutes} | {objectives} | {first} |")
+        if not objectives:
+            rows.append(f"| {lesson.link_from(folder)} | {lesson.minutes} | {first} |")
+            continue
+        listed = "<br>".join(f"• {o}" for o in lesson.objectives) if len(lesson.objectives) > 1 else lesson.objectives[0]
+        rows.append(f"| {lesson.link_from(folder)} | {lesson.minutes} | {listed} | {first} |")
     total = sum(lesson.minutes for lesson in course.values())
     return "\n".join(rows) + f"\n\n**Total: {total} minutes** (about {total / 60:.1f} hours)."
 

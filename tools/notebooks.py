@@ -21,7 +21,6 @@ import sys
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 from course_utils.course import METADATA_KEY, Lesson, course_map_markdown, header_markdown, learner_minutes, read_course
 
@@ -34,7 +33,7 @@ def readme_with_lessons(readme: str, folder: Path = ROOT / "notebooks") -> str:
     start, end = README_MARKERS
     head, rest = readme.split(start, 1)
     _, tail = rest.split(end, 1)
-    return f"{head}{start}\n{course_map_markdown(read_course(folder), folder='notebooks/')}\n{end}{tail}"
+    return f"{head}{start}\n{course_map_markdown(read_course(folder), folder='notebooks/', objectives=False)}\n{end}{tail}"
 
 
 def sync_minutes(nb: nbformat.NotebookNode) -> None:
@@ -62,7 +61,9 @@ def main(command: str, paths: list[str]) -> None:
         nb = nbformat.read(path, as_version=4)
         sync_header(nb, path.parent)
         if command == "execute":
-            NotebookClient(
+            from nbexec import SteppedClient  # beside this file
+
+            SteppedClient(
                 nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
             ).execute()
         nbformat.write(nb, path)
