@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+from nbclient import NotebookClient
 
 from course_utils.course import METADATA_KEY, Lesson, course_map_markdown, header_markdown, learner_minutes, read_course
 
@@ -61,9 +62,7 @@ def main(command: str, paths: list[str]) -> None:
         nb = nbformat.read(path, as_version=4)
         sync_header(nb, path.parent)
         if command == "execute":
-            from nbexec import SteppedClient  # beside this file
-
-            SteppedClient(
+            NotebookClient(
                 nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
             ).execute()
         nbformat.write(nb, path)
