@@ -221,7 +221,7 @@ def sink_attention(
     m, l, acc = s.copy(), np.ones(rows, dtype), np.zeros((*rows, va.shape[-1]), dtype)
     for start in range(0, n_keys, max(step, 1)):
         kb, vb = ka[..., start : start + step, :], va[..., start : start + step, :]
-        m, l, acc = _update_block(m, l, acc, (qa @ np.swapaxes(kb, -1, -2)) * factor, vb)
+        m, l, acc = _update_block(m, l, acc, (qa @ np.swapaxes(kb, -1, -2)) * dtype.type(factor), vb)
     return acc / l[..., None]
 
 
@@ -376,6 +376,8 @@ def scalable_softmax(
     s = check_positive_finite(s, "s")
     arr, work, ax = _work(x, axis)
     reduced = tuple(1 if i == ax else m for i, m in enumerate(work.shape))
+    if n is None and work.shape[ax] == 0:  # no keys: nothing to normalize, as in softmax
+        return np.empty(arr.shape, arr.dtype)
     counts = _per_row(work.shape[ax] if n is None else n, "n", reduced, work.dtype)
     if not (np.isfinite(counts) & (counts >= 1)).all():
         raise ValueError(f"n (the number of keys) must be finite and >= 1; got {np.asarray(n)!r}")
@@ -521,7 +523,8 @@ def qk_norm(x: ArrayLike, *, kind: str = "rms", eps: float = 1e-6, axis: int = -
         Queries or keys, features along `axis`.
     kind : {"rms", "layer"}, default "rms"
     eps : float, default 1e-6
-        Added to the mean square (or variance); finite and >= 0.
+        Added to the mean square (or variance); finite and >= 0. With 0, an
+        all-zero vector gives NaN (0/0), as ``torch.nn.functional.rms_norm`` does.
     axis : int, default -1
         The feature axis.
 
@@ -554,5 +557,6 @@ def qk_norm(x: ArrayLike, *, kind: str = "rms", eps: float = 1e-6, axis: int = -
     arr, work, ax = _work(x, axis)
     if kind == "layer":
         work = work - work.mean(axis=ax, keepdims=True)
-    out = work / np.sqrt((work * work).mean(axis=ax, keepdims=True) + eps)
+    with np.errstate(invalid="ignore"):  # a zero vector with eps = 0 is 0/0: NaN, as in torch
+        out = work / np.sqrt((work * work).mean(axis=ax, keepdims=True) + eps)
     return _finish(out, arr)

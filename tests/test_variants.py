@@ -352,3 +352,16 @@ def test_qk_norm_rejects_an_unknown_kind_and_a_negative_eps_by_name():
         qk_norm(np.ones(3), kind="batch")
     with pytest.raises(ValueError, match="eps"):
         qk_norm(np.ones(3), eps=-1.0)
+
+
+def test_float32_inputs_give_float32_outputs_for_sink_attention_and_ssmax():
+    q = np.ones((2, 3), np.float32)
+    assert sink_attention(q, q, q, 0.0).dtype == np.float32
+    assert scalable_softmax(np.ones(3, np.float32), 0.5).dtype == np.float32
+
+
+def test_an_empty_key_axis_gives_an_empty_result_not_an_error():
+    assert scalable_softmax(np.zeros((2, 0)), 1.0).shape == (2, 0)
+    assert softmax_with_sink(np.zeros((2, 0)), 1.0).shape == (2, 0)
+    assert softpick(np.zeros((2, 0))).shape == (2, 0)
+    np.testing.assert_array_equal(sink_attention(np.zeros((2, 3)), np.zeros((0, 3)), np.ones((0, 2)), 1.0), np.zeros((2, 2)))
