@@ -51,7 +51,7 @@ def test_softmax_one_is_below_softmax_everywhere_and_its_rows_sum_to_less_than_o
     one = softmax_one(x)
     assert (one <= softmax(x) * (1 + 1e-12)).all()
     total = one.sum(axis=-1)
-    assert (total <= 1).all()
+    assert (total <= 1 + 4 * np.finfo(float).eps).all()  # a sum of rounded weights may round up by an ulp or two
     # The sink keeps 1 / (1 + sum e^x), which rounds away once sum e^x > 2^53: strictly below 1 before that.
     assert (total[np.logaddexp.reduce(x, axis=-1) < 30] < 1).all()
 
