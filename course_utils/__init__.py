@@ -30,6 +30,18 @@ from .sparse import entmax15, entmax15_backward, entmax_bisect, sparsemax, spars
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
 from .tiled import tiled_attention
 from .torch_check import CrossCheckError, cross_check
+from .variants import (
+    llama4_query_scale,
+    qk_norm,
+    scalable_softmax,
+    sigmoid_attention,
+    sink_attention,
+    softcap,
+    softmax_one,
+    softmax_with_sink,
+    softpick,
+    yarn_logit_scale,
+)
 
 __all__ = [
     "attention_distance",
@@ -71,5 +83,15 @@ __all__ = [
     "sparsemax_backward",
     "tiled_attention",
     "use_course_style",
+    "llama4_query_scale",
+    "qk_norm",
+    "scalable_softmax",
+    "sigmoid_attention",
+    "sink_attention",
+    "softcap",
+    "softmax_one",
+    "softmax_with_sink",
+    "softpick",
+    "yarn_logit_scale",
 ]
 __version__ = "0.1.0"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -24,6 +24,7 @@ _BLOCKED = "#d9d9d9"
 __all__ = [
     "alpha_explorer",
     "dk_explorer",
+    "fading_explorer",
     "mask_explorer",
     "overflow_explorer",
     "saturation_explorer",
@@ -529,3 +530,90 @@ def mask_explorer(
         continuous_update=True,
     )
     return widgets.interactive(draw, n_real=slider)
+
+
+def fading_explorer(
+    mappings: Mapping[str, Callable[[np.ndarray], np.ndarray]] | None = None,
+    *,
+    gap: float = 6.0,
+    start: int = 256,
+    max_n: int = 10**6,
+) -> widgets.interactive:
+    """A slider for the number of keys n that redraws the weight of the one relevant key.
+
+    The row is lesson 09's toy: ``n - 1`` irrelevant keys with score 0 and
+    one relevant key (the last) with score `gap`. Each mapping turns the row
+    into weights, and a bar shows the weight it gives the relevant key, on a
+    fixed axis from 0 to 1: plain softmax fades like ``e^gap / (e^gap + n - 1)``.
+
+    Parameters
+    ----------
+    mappings : mapping of str to callable, optional
+        Name -> function of one 1-D row returning its weights (same length).
+        By default ``{"softmax": softmax}``.
+    gap : float, default 6.0
+        The relevant key's score: finite and > 0.
+    start : int, default 256
+        The n the slider starts at, in [2, `max_n`].
+    max_n : int, default 10**6
+        The largest n on the slider, >= 2.
+
+    Returns
+    -------
+    ipywidgets.interactive
+        Display it in a notebook. Its ``children[0]`` is the slider (a
+        ``FloatLogSlider`` over n from 2 to `max_n`; n is its value rounded
+        to an int) and its ``result`` is a dict with what was last drawn:
+        ``"n"`` and ``"weights"`` (name -> the relevant key's weight).
+
+    Raises
+    ------
+    ValueError
+        If `gap` is not finite and > 0, `max_n` < 2, `start` is outside
+        [2, `max_n`], or `mappings` is empty.
+    TypeError
+        If `start` or `max_n` is not an int, or a mapping is not callable.
+
+    Examples
+    --------
+    In a notebook (outside one, the widget has nowhere to draw):
+
+    >>> explorer = fading_explorer({"softmax": softmax})  # doctest: +SKIP
+    >>> explorer  # shows the slider and the bars  # doctest: +SKIP
+    >>> explorer.children[0].value = 10_000  # doctest: +SKIP
+    >>> round(explorer.result["weights"]["softmax"], 4)  # e^6 / (e^6 + 9999)  # doctest: +SKIP
+    0.0388
+    """
+    a = check_positive_finite(gap, "gap")
+    top = check_int(max_n, "max_n", 2)
+    first = check_int(start, "start", 2)
+    if first > top:
+        raise ValueError(f"start must lie in [2, max_n={top}]; got {first}")
+    chosen = {"softmax": softmax} if mappings is None else dict(mappings)
+    if not chosen:
+        raise ValueError("mappings must name at least one mapping")
+    for name, f in chosen.items():
+        if not callable(f):
+            raise TypeError(f"mappings[{name!r}] must be a function of one row; got {type(f).__name__}")
+    colours = [PALETTE[i % len(PALETTE)] for i in range(len(chosen))]
+
+    def draw(n_float: float) -> dict[str, object]:
+        n = int(round(n_float))
+        row = np.zeros(n)
+        row[-1] = a
+        weights = {name: float(f(row)[-1]) for name, f in chosen.items()}
+        fig, ax = plt.subplots(figsize=(7.0, 3.4))
+        bars = ax.barh(list(weights)[::-1], list(weights.values())[::-1], color=colours[::-1])
+        ax.bar_label(bars, labels=[f"{w:.4f}" for w in list(weights.values())[::-1]], padding=3)
+        ax.set_xlim(0, 1.15)
+        ax.set_xlabel("weight of the one relevant key")
+        ax.set_ylabel("mapping")
+        ax.set_title(f"One relevant key (score {a:g}) among n = {n:,} keys")
+        plt.show()
+        return {"n": n, "weights": weights}
+
+    slider = widgets.FloatLogSlider(
+        value=float(first), base=10, min=float(np.log10(2)), max=float(np.log10(top)), step=0.01,
+        description="n", readout_format=".0f", continuous_update=True,
+    )
+    return widgets.interactive(draw, n_float=slider)
