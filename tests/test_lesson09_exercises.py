@@ -52,6 +52,16 @@ def _q1_near_misses():
     return misses
 
 
+@pytest.mark.parametrize(
+    "label", ["shifting by the sink only (overflows for scores far above it)", "one maximum for the whole array, not one per row"]
+)
+def test_q1_rejects_shifts_that_are_right_on_moderate_rows_and_says_to_shift_each_row(label, capsys):
+    answer = EX.q1.wrong_answers[label]
+    assert all(np.isfinite(answer(*c.args)).all() for c in EX.q1.cases[:3])  # a plausible answer: fine on small rows
+    assert EX.q1.check(answer) is False
+    assert "in each row" in capsys.readouterr().out
+
+
 def test_q1_names_the_property_a_renormalized_answer_breaks(capsys):
     EX.q1.check(EX.q1.wrong_answers["renormalizing the weights to sum to 1"])
     assert "less than 1" in capsys.readouterr().out

@@ -83,9 +83,23 @@ def _q1_first_axis(x, sink):
     return softmax_with_sink(x, sink, axis=0)
 
 
+def _q1_shift_by_the_sink_only(x, sink):
+    # Right while every score stays within ~709 of the sink; e^{x - s} overflows beyond.
+    e = np.exp(x - sink)
+    return e / (1.0 + e.sum(axis=-1, keepdims=True))
+
+
+def _q1_one_max_for_the_whole_array(x, sink):
+    # np.max without an axis: a row far below the largest score underflows to 0/0.
+    m = max(np.max(x), sink)
+    e = np.exp(x - m)
+    return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
+
+
 def _below_one(run: Run) -> str | None:
+    # Only rows whose sink share survives in float64: with scores ~1000 above the sink it rounds to 0.
     total = run.output.sum(axis=-1)
-    if (total >= 1 - 1e-12).any():
+    if (total[run.expected.sum(axis=-1) < 1 - 1e-12] >= 1 - 1e-12).any():
         return (
             f"sums to {_rounded(total)} along the last axis, but the sink takes e^s / (e^s + sum e^x) > 0: "
             "every row must sum to less than 1"
@@ -133,6 +147,8 @@ def _q1() -> FunctionExercise:
             Case((np.array([1000.0, 999.0, 0.0]), 1000.0)),
             Case((np.array([-3.0, -4.0]), 5.0)),
             Case((np.array([[1.0, -np.inf], [-np.inf, -np.inf]]), 0.5)),
+            # Rows 1000 apart: each needs its own shift, and e^{x - s} overflows in the first.
+            Case((np.array([[1000.0, 999.0], [0.0, -1.0]]), 0.5)),
         ],
         properties=[non_negative, _below_one, _shift_with_the_sink],
         wrong_answers={
@@ -147,16 +163,20 @@ def _q1() -> FunctionExercise:
             "renormalizing the weights to sum to 1": _q1_renormalized,
             "keeping the sink's column in the result": _q1_keeps_the_sink_column,
             "normalizing along the first axis": _q1_first_axis,
+            "shifting by the sink only (overflows for scores far above it)": _q1_shift_by_the_sink_only,
+            "one maximum for the whole array, not one per row": _q1_one_max_for_the_whole_array,
         },
         hints=[
             "The sink is one more logit s in the denominator: e^{x_i} / (e^s + sum_j e^{x_j}). The numerators are the scores' own.",
             "For stability subtract m = max(max_j x_j, s) from every score and from the sink: every exponent is then <= 0.",
             "With every key masked (-inf), max x is -inf; taking the sink into the maximum keeps m finite, so the weights are 0, not nan.",
+            "Take the maximum of each row (axis=-1, keepdims=True), not of the whole array: rows far apart need their own shift.",
         ],
         solution=_Q1_SOLUTION,
+        # rtol 1e-9: any float64 order of summation passes; float32 (rel. error ~1e-7) does not.
         # A fully masked row must give zeros: nan there means the shift ignored the sink.
         nonfinite_hint=(
-            "Large scores overflow exp() and a fully masked row gives exp(-inf - (-inf)) = nan: subtract "
+            "Large scores overflow exp() and a fully masked row gives exp(-inf - (-inf)) = nan: subtract, in each row, "
             "m = max(max x, s), the larger of the row's maximum and the sink."
         ),
         rtol=1e-9,
@@ -176,7 +196,7 @@ def _q2() -> ValueExercise:
     return ValueExercise(
         "09",
         "q2",
-        "Rows of n = 16 and n = 4096 zero logits: their total sigmoid weight, [[n=16: no bias, b = -log n], [n=4096: no bias, b = -log n]]?",
+        "Rows of n = 16 and n = 4096 zero logits: their total sigmoid weight, [[n=16: no bias, b = -log n], [n=4096: no bias, b = -log n]], to 4 decimals?",
         reference=table(ns / 2, ns / (ns + 1)),
         wrong_answers={
             "softmax's 1 everywhere": (table(1.0, 1.0), "sigmoid attention has no normalizer: a row's total is not fixed at 1."),
