@@ -22,7 +22,7 @@ from .experiments import (
     sample_scores,
 )
 from .floats import ExpLimits, exp_limits
-from .gradients import cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
+from .gradients import attention_backward, cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
@@ -32,6 +32,7 @@ from .tiled import tiled_attention
 from .torch_check import CrossCheckError, cross_check
 
 __all__ = [
+    "attention_backward",
     "attention_distance",
     "attention_entropy",
     "attention_row_stats",
