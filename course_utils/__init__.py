@@ -14,10 +14,12 @@ from .attention import (
 )
 from .claims import check_claim
 from .experiments import (
+    RowGradients,
     RowStats,
     attention_row_stats,
     dot_product_tail,
     dot_product_variance,
+    sample_attention_gradients,
     sample_dot_products,
     sample_scores,
 )
@@ -58,7 +60,9 @@ __all__ = [
     "online_softmax",
     "padding_mask",
     "PALETTE",
+    "RowGradients",
     "RowStats",
+    "sample_attention_gradients",
     "sample_dot_products",
     "sample_scores",
     "scaled_dot_product_attention",

@@ -34,14 +34,15 @@ from .softmax import log_softmax, softmax
 
 __all__ = [
     "Arm",
+    "RowGradients",
     "RowStats",
-    "adam_step",
     "attention_row_stats",
     "dot_product_tail",
     "dot_product_variance",
     "init_retrieval_params",
     "retrieval_batches",
     "retrieval_forward",
+    "sample_attention_gradients",
     "sample_dot_products",
     "sample_scores",
     "train_retrieval",
@@ -373,6 +374,92 @@ def attention_row_stats(scores: ArrayLike) -> RowStats:
     return RowStats(float(p.max(axis=-1).mean()), float(entropy.mean()), float(jac_norm.mean()))
 
 
+class RowGradients(NamedTuple):
+    """The size of the gradient that reaches the query and the keys of each attention row.
+
+    Attributes
+    ----------
+    query : numpy.ndarray, shape (n_rows,)
+        The length of :math:`\\partial L / \\partial q`, one per row.
+    keys : numpy.ndarray, shape (n_rows,)
+        The length of :math:`\\partial L / \\partial K`, all ``n_keys * d_k`` entries taken as one vector.
+    """
+
+    query: np.ndarray
+    keys: np.ndarray
+
+
+def sample_attention_gradients(
+    d_k: int, n_keys: int, n_rows: int, rng: np.random.Generator, *, scaled: bool, d_v: int = 16
+) -> RowGradients:
+    r"""Draw the gradient sizes :math:`|\partial L/\partial q|` and :math:`|\partial L/\partial K|` of random attention rows.
+
+    Each row has a query q and `n_keys` keys with independent N(0, 1)
+    components, values :math:`v_j` with `d_v` N(0, 1) components, and an
+    upstream gradient :math:`g = \partial L / \partial o` with N(0, 1/d_v)
+    components (so that :math:`g \cdot v_j` has variance 1). The scores are
+    :math:`s_j = c\, q \cdot k_j` with :math:`c = 1/\sqrt{d_k}` if `scaled`, else 1.
+
+    Parameters
+    ----------
+    d_k, n_keys, n_rows : int
+        >= 1 (``d_k >= 2``).
+    rng : numpy.random.Generator
+    scaled : bool
+    d_v : int, default 16
+
+    Returns
+    -------
+    RowGradients
+        The two lengths for every row, float64.
+
+    Notes
+    -----
+    The result has exactly the distribution of the norms of
+    :func:`~course_utils.attention_backward` on such rows (the tests check
+    it), but it draws ``3 * n_keys + 3`` numbers per row instead of
+    ``(2 d_k + d_v) n_keys``, so any d_k costs the same. Rotate the axes so
+    that q points along the first one (a rotation changes no dot product and
+    no length): :math:`q = |q| e_1` with :math:`|q|^2 \sim \chi^2_{d_k}`, and
+    :math:`s_j = c |q| a_j` with :math:`a_j = k_{j1} \sim N(0, 1)`. Given g,
+    the :math:`dp_j = g \cdot v_j` are independent :math:`N(0, |g|^2)`, and
+    :math:`ds = p \odot (dp - \langle p, dp \rangle)`. Then
+
+    .. math::
+
+        \partial L / \partial k_j = c\, ds_j\, q, \qquad
+        |\partial L / \partial K|^2 = c^2 |q|^2 \sum_j ds_j^2, \\
+        \partial L / \partial q = c \sum_j ds_j k_j, \qquad
+        |\partial L / \partial q|^2 = c^2 \Big[\big(\sum_j ds_j a_j\big)^2 + \chi^2_{d_k - 1} \sum_j ds_j^2\Big],
+
+    because the other :math:`d_k - 1` components of the keys are independent
+    N(0, 1), independent of everything else, so that :math:`\sum_j ds_j k_{j\perp}`
+    is normal with variance :math:`\sum_j ds_j^2` in each of its :math:`d_k - 1` directions.
+
+    Examples
+    --------
+    >>> g = sample_attention_gradients(64, 16, 1000, np.random.default_rng(0), scaled=True)
+    >>> g.query.shape, bool((g.query > 0).all())
+    ((1000,), True)
+    """
+    d = check_int(d_k, "d_k", 2)
+    n_k, n_r, dv = check_int(n_keys, "n_keys", 1), check_int(n_rows, "n_rows", 1), check_int(d_v, "d_v", 1)
+    rng = _check_rng(rng)
+    if not isinstance(scaled, (bool, np.bool_)):
+        raise TypeError(f"scaled must be a bool; got {type(scaled).__name__} {scaled!r}")
+    c = 1 / math.sqrt(d) if scaled else 1.0
+    q_len = np.sqrt(rng.chisquare(d, n_r))
+    a = rng.standard_normal((n_r, n_k))
+    g_len = np.sqrt(rng.chisquare(dv, n_r) / dv)
+    dp = g_len[:, None] * rng.standard_normal((n_r, n_k))
+    p = softmax(c * q_len[:, None] * a, axis=-1)
+    ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+    ds_sq = (ds * ds).sum(axis=-1)
+    along = (ds * a).sum(axis=-1)
+    across = rng.chisquare(d - 1, n_r) * ds_sq
+    return RowGradients(c * np.sqrt(along**2 + across), c * q_len * np.sqrt(ds_sq))
+
+
 # --- lesson 08: a tiny attention model trained with several choices of the score scale ---------
 
 
@@ -486,7 +573,9 @@ def retrieval_forward(w_q: Any, w_k: Any, labels: Any, c: Any, qk_norm: Any, bat
         The factor multiplying each model's scores.
     qk_norm : torch.Tensor of bool, shape (n,)
     batch : tuple (x, y, t, query)
-        Shapes (n, B, S, d_in), (n, B, S), (n, B), (n, B, d_in): model n's batch.
+        Shapes (m, B, S, d_in), (m, B, S), (m, B), (m, B, d_in), where m divides n:
+        model i sees batch ``i % m`` (m = n gives every model its own batch;
+        sharing the batches of m seeds among n / m arms saves copying them).
 
     Returns
     -------
@@ -505,52 +594,33 @@ def retrieval_forward(w_q: Any, w_k: Any, labels: Any, c: Any, qk_norm: Any, bat
     import torch.nn.functional as F
 
     x, y, t, query = batch
-    n, b = t.shape
+    n, m, b = w_q.shape[0], t.shape[0], t.shape[1]
+    if m < 1 or n % m:
+        raise ValueError(f"the batch's leading dimension ({m}) must divide the number of models ({n})")
+    arms, n_keys, d_in = n // m, x.shape[-2], x.shape[-1]
     d_k = w_q.shape[-1]
-    qa = query @ (w_q @ w_k.transpose(1, 2))  # (n, B, d_in): query W_q W_k^T, a 16 x 16 matrix per model
-    raw = (x * qa[:, :, None, :]).sum(dim=-1)  # (n, B, S): q . k_j
+    qa = query.repeat(arms, 1, 1) @ (w_q @ w_k.transpose(1, 2))  # (n, B, d_in): query W_q W_k^T, 16 x 16 per model
+    # q . k_j = x_j . qa for every key, as one batched product per example, shared by the models that see it.
+    by_example = qa.view(arms, m, b, d_in).permute(1, 2, 3, 0).reshape(m * b, d_in, arms)
+    raw = (x.reshape(m * b, n_keys, d_in) @ by_example).view(m, b, n_keys, arms).permute(3, 0, 1, 2).reshape(n, b, n_keys)
     scores = raw
     if bool(qk_norm.any()):  # only the QK-norm models pay for the norms
         idx = qk_norm.nonzero()[:, 0]
+        xs, qs = x[idx % m], query[idx % m]
         gram_q = w_q[idx] @ w_q[idx].transpose(1, 2)  # |q|^2 = query (W_q W_q^T) query^T
         gram_k = w_k[idx] @ w_k[idx].transpose(1, 2)
-        q_sq = ((query[idx] @ gram_q) * query[idx]).sum(dim=-1)
-        k_sq = ((x[idx].flatten(1, 2) @ gram_k).view(x[idx].shape) * x[idx]).sum(dim=-1)
+        q_sq = ((qs @ gram_q) * qs).sum(dim=-1)
+        k_sq = ((xs.flatten(1, 2) @ gram_k).view(xs.shape) * xs).sum(dim=-1)
         # (sqrt(d_k) q / |q|) . (sqrt(d_k) k / |k|)
         normalized = raw[idx] * d_k / (q_sq[..., None] * k_sq).sqrt()
         scores = raw.index_put((idx,), normalized)
     scores = scores * c[:, None, None]
     weights = torch.softmax(scores, dim=-1)
-    label_weights = torch.zeros(n, b, labels.shape[1], dtype=weights.dtype).scatter_add(-1, y, weights)
+    label_weights = torch.zeros(n, b, labels.shape[1], dtype=weights.dtype).scatter_add(-1, y.repeat(arms, 1, 1), weights)
     logits = label_weights @ labels @ labels.transpose(1, 2)
-    target = y[torch.arange(n)[:, None], torch.arange(b)[None, :], t]
+    target = y[torch.arange(m)[:, None], torch.arange(b)[None, :], t].repeat(arms, 1)
     loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view(n, b).mean(dim=1)
     return {"loss": loss, "weights": weights, "scores": scores, "logits": logits, "target": target}
-
-
-def adam_step(params: Sequence[Any], state: list[dict[str, Any]], lrs: Sequence[Any], step: int,
-              betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8) -> None:
-    r"""One Adam update in place, with a learning rate per model (a tensor broadcast against each parameter).
-
-    :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`, :math:`v \leftarrow \beta_2 v + (1-\beta_2) g^2`,
-    :math:`\theta \leftarrow \theta - \text{lr}\,\hat m / (\sqrt{\hat v} + \epsilon)` with the bias
-    corrections :math:`\hat m = m / (1 - \beta_1^t)`, :math:`\hat v = v / (1 - \beta_2^t)`,
-    as ``torch.optim.Adam`` (Kingma and Ba 2015, arXiv:1412.6980).
-    `step` counts from 1. Parameters without a gradient are left alone.
-    """
-    import torch
-
-    b1, b2 = betas
-    with torch.no_grad():
-        for p, s, lr in zip(params, state, lrs):
-            if p.grad is None:
-                continue
-            if not s:
-                s["m"], s["v"] = torch.zeros_like(p), torch.zeros_like(p)
-            s["m"].mul_(b1).add_(p.grad, alpha=1 - b1)
-            s["v"].mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)
-            denom = (s["v"] / (1 - b2**step)).sqrt().add_(eps)
-            p.sub_(lr * (s["m"] / (1 - b1**step)) / denom)
 
 
 def train_retrieval(
@@ -573,7 +643,9 @@ def train_retrieval(
     `init_power`) and sees the same batches, so differences between arms on a
     seed come from the arm alone. Models are stacked on a leading axis; each
     model's loss depends only on its own slice, so the gradient of the summed
-    loss gives every model its own gradient, and Adam treats every number apart.
+    loss gives every model its own gradient, and Adam (``torch.optim.Adam``,
+    Kingma and Ba 2015, arXiv:1412.6980) treats every number apart. An arm's
+    learning-rate factor multiplies its models' Adam steps of W_q and W_k.
 
     Parameters
     ----------
@@ -635,16 +707,17 @@ def train_retrieval(
     log_c = torch.tensor([-arm.c_power * math.log(d) for arm in per_model], dtype=torch.float64, requires_grad=True)
     learnable = torch.tensor([arm.learnable for arm in per_model])
     qk_norm = torch.tensor([arm.qk_norm for arm in per_model])
-    lr_qk = (base_lr * torch.tensor([d ** -arm.lr_power for arm in per_model], dtype=torch.float64))[:, None, None]
-    params, lrs = [w_q, w_k, labels, log_c], [lr_qk, lr_qk, base_lr, base_lr]
-    state: list[dict[str, Any]] = [{} for _ in params]
+    lr_gain = torch.tensor([d ** -arm.lr_power for arm in per_model], dtype=torch.float64)[:, None, None]
+    rescale = bool((lr_gain != 1).any())
+    params = [w_q, w_k, labels, log_c]
+    optimizer = torch.optim.Adam(params, lr=base_lr, eps=adam_eps, fused=True)  # fused: one kernel, same algorithm
     streams = [retrieval_batches(seed, **sizes) for seed in seeds]
     keys = ("loss", "accuracy", "entropy", "spread", "c", "grad_norm")
     history = {key: torch.zeros(n_steps, n, dtype=torch.float64) for key in keys}
     tick = max(1, n_steps // 100)
     for step in range(n_steps):
         parts = [next(stream) for stream in streams]
-        data = tuple(torch.stack([p[i] for p in parts] * n_arms) for i in range(4))
+        data = tuple(torch.stack([p[i] for p in parts]) for i in range(4))  # shared by the arms
         c = torch.where(learnable, log_c, log_c.detach()).exp()
         out = retrieval_forward(w_q, w_k, labels, c, qk_norm, data)
         for p in params:
@@ -657,7 +730,11 @@ def train_retrieval(
             history["spread"][step] = out["scores"].std(dim=-1).mean(dim=1)
             history["c"][step] = c
             history["grad_norm"][step] = (w_q.grad.square().sum((1, 2)) + w_k.grad.square().sum((1, 2))).sqrt()
-        adam_step(params, state, lrs, step + 1, eps=adam_eps)
+        before = [w_q.detach().clone(), w_k.detach().clone()] if rescale else []
+        optimizer.step()
+        with torch.no_grad():  # a learning rate per model for W_q, W_k: scale each model's Adam step
+            for w, old in zip((w_q, w_k), before):
+                w.copy_(old + (w - old) * lr_gain)
         if progress is not None and (step + 1) % tick == 0:
             progress.value += 1
     return {key: h.view(n_steps, n_arms, n_seeds).numpy() for key, h in history.items()}
