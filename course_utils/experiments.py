@@ -668,10 +668,10 @@ def train_retrieval(
     Returns
     -------
     dict of numpy.ndarray, each of shape (steps, len(arms), len(seeds))
-        ``loss``; ``accuracy``; ``entropy`` (mean over the batch, nats);
+        ``loss``; ``entropy`` (mean over the batch, nats);
         ``spread``, the standard deviation over the keys of the scores that
         enter the softmax, averaged over the batch; ``c``, the factor on the
-        scores; ``grad_norm``, the norm of the gradient of (W_q, W_k).
+        scores.
         Recorded before each step's update.
 
     Raises
@@ -708,11 +708,12 @@ def train_retrieval(
     learnable = torch.tensor([arm.learnable for arm in per_model])
     qk_norm = torch.tensor([arm.qk_norm for arm in per_model])
     lr_gain = torch.tensor([d ** -arm.lr_power for arm in per_model], dtype=torch.float64)[:, None, None]
-    rescale = bool((lr_gain != 1).any())
+    slow = (lr_gain != 1).flatten().nonzero()[:, 0]  # the models whose W_q, W_k have their own learning rate
+    rescale = len(slow) > 0
     params = [w_q, w_k, labels, log_c]
     optimizer = torch.optim.Adam(params, lr=base_lr, eps=adam_eps, fused=True)  # fused: one kernel, same algorithm
     streams = [retrieval_batches(seed, **sizes) for seed in seeds]
-    keys = ("loss", "accuracy", "entropy", "spread", "c", "grad_norm")
+    keys = ("loss", "entropy", "spread", "c")
     history = {key: torch.zeros(n_steps, n, dtype=torch.float64) for key in keys}
     tick = max(1, n_steps // 100)
     for step in range(n_steps):
@@ -725,16 +726,14 @@ def train_retrieval(
         out["loss"].sum().backward()
         with torch.no_grad():
             history["loss"][step] = out["loss"]
-            history["accuracy"][step] = (out["logits"].argmax(dim=-1) == out["target"]).double().mean(dim=1)
             history["entropy"][step] = torch.special.entr(out["weights"]).sum(dim=-1).mean(dim=1)
             history["spread"][step] = out["scores"].std(dim=-1).mean(dim=1)
             history["c"][step] = c
-            history["grad_norm"][step] = (w_q.grad.square().sum((1, 2)) + w_k.grad.square().sum((1, 2))).sqrt()
-        before = [w_q.detach().clone(), w_k.detach().clone()] if rescale else []
+        before = [w_q.detach()[slow].clone(), w_k.detach()[slow].clone()] if rescale else []
         optimizer.step()
-        with torch.no_grad():  # a learning rate per model for W_q, W_k: scale each model's Adam step
+        with torch.no_grad():  # a learning rate per model for W_q, W_k: scale those models' Adam steps
             for w, old in zip((w_q, w_k), before):
-                w.copy_(old + (w - old) * lr_gain)
+                w[slow] = old + (w[slow] - old) * lr_gain[slow]
         if progress is not None and (step + 1) % tick == 0:
             progress.value += 1
     return {key: h.view(n_steps, n_arms, n_seeds).numpy() for key, h in history.items()}
