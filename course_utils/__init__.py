@@ -14,15 +14,17 @@ from .attention import (
 )
 from .claims import check_claim
 from .experiments import (
+    RowGradients,
     RowStats,
     attention_row_stats,
     dot_product_tail,
     dot_product_variance,
+    sample_attention_gradients,
     sample_dot_products,
     sample_scores,
 )
 from .floats import ExpLimits, exp_limits
-from .gradients import cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
+from .gradients import attention_backward, cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
@@ -44,6 +46,7 @@ from .variants import (
 )
 
 __all__ = [
+    "attention_backward",
     "attention_distance",
     "attention_entropy",
     "attention_row_stats",
@@ -69,7 +72,9 @@ __all__ = [
     "online_softmax",
     "padding_mask",
     "PALETTE",
+    "RowGradients",
     "RowStats",
+    "sample_attention_gradients",
     "sample_dot_products",
     "sample_scores",
     "scaled_dot_product_attention",

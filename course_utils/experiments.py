@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import Any, Iterator, NamedTuple, Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -32,12 +33,19 @@ from .gradients import softmax_jacobian
 from .softmax import log_softmax, softmax
 
 __all__ = [
+    "Arm",
+    "RowGradients",
     "RowStats",
     "attention_row_stats",
     "dot_product_tail",
     "dot_product_variance",
+    "init_retrieval_params",
+    "retrieval_batches",
+    "retrieval_forward",
+    "sample_attention_gradients",
     "sample_dot_products",
     "sample_scores",
+    "train_retrieval",
 ]
 
 # Vectors are drawn in blocks of at most this many numbers (8 MB of float64),
@@ -364,3 +372,368 @@ def attention_row_stats(scores: ArrayLike) -> RowStats:
         entropy = -(p * log_softmax(rows, axis=-1)).sum(axis=-1)
     jac_norm = np.linalg.norm(softmax_jacobian(p), ord="fro", axis=(-2, -1))
     return RowStats(float(p.max(axis=-1).mean()), float(entropy.mean()), float(jac_norm.mean()))
+
+
+class RowGradients(NamedTuple):
+    """The size of the gradient that reaches the query and the keys of each attention row.
+
+    Attributes
+    ----------
+    query : numpy.ndarray, shape (n_rows,)
+        The length of :math:`\\partial L / \\partial q`, one per row.
+    keys : numpy.ndarray, shape (n_rows,)
+        The length of :math:`\\partial L / \\partial K`, all ``n_keys * d_k`` entries taken as one vector.
+    """
+
+    query: np.ndarray
+    keys: np.ndarray
+
+
+def sample_attention_gradients(
+    d_k: int, n_keys: int, n_rows: int, rng: np.random.Generator, *, scaled: bool, d_v: int = 16
+) -> RowGradients:
+    r"""Draw the gradient sizes :math:`|\partial L/\partial q|` and :math:`|\partial L/\partial K|` of random attention rows.
+
+    Each row has a query q and `n_keys` keys with independent N(0, 1)
+    components, values :math:`v_j` with `d_v` N(0, 1) components, and an
+    upstream gradient :math:`g = \partial L / \partial o` with N(0, 1/d_v)
+    components (so that :math:`g \cdot v_j` has variance 1). The scores are
+    :math:`s_j = c\, q \cdot k_j` with :math:`c = 1/\sqrt{d_k}` if `scaled`, else 1.
+
+    Parameters
+    ----------
+    d_k, n_keys, n_rows : int
+        >= 1 (``d_k >= 2``).
+    rng : numpy.random.Generator
+    scaled : bool
+    d_v : int, default 16
+
+    Returns
+    -------
+    RowGradients
+        The two lengths for every row, float64.
+
+    Notes
+    -----
+    The result has exactly the distribution of the norms of
+    :func:`~course_utils.attention_backward` on such rows (the tests check
+    it), but it draws ``3 * n_keys + 3`` numbers per row instead of
+    ``(2 d_k + d_v) n_keys``, so any d_k costs the same. Rotate the axes so
+    that q points along the first one (a rotation changes no dot product and
+    no length): :math:`q = |q| e_1` with :math:`|q|^2 \sim \chi^2_{d_k}`, and
+    :math:`s_j = c |q| a_j` with :math:`a_j = k_{j1} \sim N(0, 1)`. Given g,
+    the :math:`dp_j = g \cdot v_j` are independent :math:`N(0, |g|^2)`, and
+    :math:`ds = p \odot (dp - \langle p, dp \rangle)`. Then
+
+    .. math::
+
+        \partial L / \partial k_j = c\, ds_j\, q, \qquad
+        |\partial L / \partial K|^2 = c^2 |q|^2 \sum_j ds_j^2, \\
+        \partial L / \partial q = c \sum_j ds_j k_j, \qquad
+        |\partial L / \partial q|^2 = c^2 \Big[\big(\sum_j ds_j a_j\big)^2 + \chi^2_{d_k - 1} \sum_j ds_j^2\Big],
+
+    because the other :math:`d_k - 1` components of the keys are independent
+    N(0, 1), independent of everything else, so that :math:`\sum_j ds_j k_{j\perp}`
+    is normal with variance :math:`\sum_j ds_j^2` in each of its :math:`d_k - 1` directions.
+
+    Examples
+    --------
+    >>> g = sample_attention_gradients(64, 16, 1000, np.random.default_rng(0), scaled=True)
+    >>> g.query.shape, bool((g.query > 0).all())
+    ((1000,), True)
+    """
+    d = check_int(d_k, "d_k", 2)
+    n_k, n_r, dv = check_int(n_keys, "n_keys", 1), check_int(n_rows, "n_rows", 1), check_int(d_v, "d_v", 1)
+    rng = _check_rng(rng)
+    if not isinstance(scaled, (bool, np.bool_)):
+        raise TypeError(f"scaled must be a bool; got {type(scaled).__name__} {scaled!r}")
+    c = 1 / math.sqrt(d) if scaled else 1.0
+    q_len = np.sqrt(rng.chisquare(d, n_r))
+    a = rng.standard_normal((n_r, n_k))
+    g_len = np.sqrt(rng.chisquare(dv, n_r) / dv)
+    dp = g_len[:, None] * rng.standard_normal((n_r, n_k))
+    p = softmax(c * q_len[:, None] * a, axis=-1)
+    ds = p * (dp - (p * dp).sum(axis=-1, keepdims=True))
+    ds_sq = (ds * ds).sum(axis=-1)
+    along = (ds * a).sum(axis=-1)
+    across = rng.chisquare(d - 1, n_r) * ds_sq
+    return RowGradients(c * np.sqrt(along**2 + across), c * q_len * np.sqrt(ds_sq))
+
+
+# --- lesson 08: a tiny attention model trained with several choices of the score scale ---------
+
+
+@dataclass(frozen=True)
+class Arm:
+    r"""One way of setting the score scale of the retrieval model, by powers of :math:`d_k`.
+
+    The scores of model ``n`` are :math:`c \cdot (q \cdot k_j)` with
+    :math:`c = d_k^{-\text{c\_power}}`; :math:`W_q` and :math:`W_k` start with
+    entries :math:`N(0, 1/d_\text{in}) \cdot d_k^{-\text{init\_power}}` and are
+    trained with the learning rate :math:`\text{lr} \cdot d_k^{-\text{lr\_power}}`.
+
+    Attributes
+    ----------
+    name : str
+        A label for tables and legends.
+    c_power : float, default 0
+        0: no scaling (c = 1); 0.5: the usual :math:`1/\sqrt{d_k}`.
+    init_power, lr_power : float, default 0
+        Shrink the initialization or the learning rate of W_q and W_k.
+    learnable : bool, default False
+        c = exp(tau) with tau trained (started at ``-c_power * ln d_k``).
+    qk_norm : bool, default False
+        Replace q and k by :math:`\sqrt{d_k}\, q/|q|` and :math:`\sqrt{d_k}\, k/|k|`
+        (RMS normalization without a gain) before the dot product.
+    """
+
+    name: str
+    c_power: float = 0.0
+    init_power: float = 0.0
+    lr_power: float = 0.0
+    learnable: bool = False
+    qk_norm: bool = False
+
+
+def retrieval_batches(
+    seed: int, *, batch: int = 32, n_keys: int = 32, d_in: int = 16, n_labels: int = 8
+) -> Iterator[tuple[Any, Any, Any, Any]]:
+    r"""An endless, seeded stream of batches of the retrieval task, as float64 torch tensors.
+
+    Each example has `n_keys` keys :math:`x_j` with N(0, 1) components, a
+    random label :math:`y_j` per key, a target position t and the query
+    :math:`(x_t + \varepsilon)/\sqrt 2`, a noisy copy of key t with unit-variance components.
+
+    Parameters
+    ----------
+    seed : int
+        Seeds a private ``torch.Generator``: the same seed gives the same stream.
+    batch, n_keys, d_in, n_labels : int
+        Examples per batch, keys per example, components per key, labels.
+
+    Yields
+    ------
+    x : torch.Tensor, shape (batch, n_keys, d_in)
+    y : torch.Tensor of int64, shape (batch, n_keys)
+    t : torch.Tensor of int64, shape (batch,)
+    query : torch.Tensor, shape (batch, d_in)
+
+    Examples
+    --------
+    >>> x, y, t, query = next(retrieval_batches(0, batch=4))
+    >>> tuple(x.shape), tuple(y.shape), tuple(t.shape), tuple(query.shape), x.dtype
+    ((4, 32, 16), (4, 32), (4,), (4, 16), torch.float64)
+    """
+    import torch
+
+    sizes = [check_int(v, name, 1) for v, name in ((batch, "batch"), (n_keys, "n_keys"), (d_in, "d_in"), (n_labels, "n_labels"))]
+    batch, n_keys, d_in, n_labels = sizes
+    gen = torch.Generator().manual_seed(check_int(seed, "seed", 0))
+    while True:
+        # Drawn in float32 (twice as fast) and widened exactly to float64.
+        x = torch.randn(batch, n_keys, d_in, generator=gen).double()
+        y = torch.randint(n_labels, (batch, n_keys), generator=gen)
+        t = torch.randint(n_keys, (batch,), generator=gen)
+        noise = torch.randn(batch, d_in, generator=gen).double()
+        yield x, y, t, (x[torch.arange(batch), t] + noise) / math.sqrt(2)
+
+
+def init_retrieval_params(d_k: int, seed: int, *, d_in: int = 16, n_labels: int = 8) -> tuple[Any, Any, Any]:
+    """W_q, W_k (d_in, d_k), entries N(0, 1/d_in), and label embeddings (n_labels, d_in), float64, from `seed`.
+
+    Examples
+    --------
+    >>> w_q, w_k, labels = init_retrieval_params(64, 0)
+    >>> tuple(w_q.shape), tuple(labels.shape), round(float(w_q.var() * 16), 1)
+    ((16, 64), (8, 16), 1.0)
+    """
+    import torch
+
+    d, d_in, n_labels = check_int(d_k, "d_k", 1), check_int(d_in, "d_in", 1), check_int(n_labels, "n_labels", 1)
+    gen = torch.Generator().manual_seed(check_int(seed, "seed", 0))
+    w_q = torch.randn(d_in, d, generator=gen, dtype=torch.float64) / math.sqrt(d_in)
+    w_k = torch.randn(d_in, d, generator=gen, dtype=torch.float64) / math.sqrt(d_in)
+    labels = torch.randn(n_labels, d_in, generator=gen, dtype=torch.float64) / math.sqrt(d_in)
+    return w_q, w_k, labels
+
+
+def retrieval_forward(w_q: Any, w_k: Any, labels: Any, c: Any, qk_norm: Any, batch: tuple[Any, Any, Any, Any]) -> dict[str, Any]:
+    r"""The retrieval model for a stack of n models: losses, attention weights and scores.
+
+    Model n scores key j by :math:`c_n\,(\text{query}\,W_q)\cdot(x_j W_k)`, with q and
+    k RMS-normalized first where ``qk_norm[n]``; it averages the label embeddings
+    :math:`e_{y_j}` with the softmax weights, compares the result with every label
+    embedding (the logits) and takes the cross-entropy with the target's label.
+
+    Parameters
+    ----------
+    w_q, w_k : torch.Tensor, shape (n, d_in, d_k)
+    labels : torch.Tensor, shape (n, n_labels, d_in)
+    c : torch.Tensor, shape (n,)
+        The factor multiplying each model's scores.
+    qk_norm : torch.Tensor of bool, shape (n,)
+    batch : tuple (x, y, t, query)
+        Shapes (m, B, S, d_in), (m, B, S), (m, B), (m, B, d_in), where m divides n:
+        model i sees batch ``i % m`` (m = n gives every model its own batch;
+        sharing the batches of m seeds among n / m arms saves copying them).
+
+    Returns
+    -------
+    dict
+        ``loss`` (n,), the mean cross-entropy per model; ``weights`` and
+        ``scores`` (n, B, S); ``logits`` (n, B, n_labels); ``target`` (n, B).
+
+    Notes
+    -----
+    :math:`(\text{query}\,W_q)\cdot(x_j W_k) = (\text{query}\,W_q W_k^T)\cdot x_j`:
+    the keys are never projected (:math:`W_q W_k^T` is only d_in x d_in), and
+    :math:`|x_j W_k|^2 = x_j (W_k W_k^T) x_j^T` gives the norms QK-norm needs.
+    Same numbers, far fewer multiplications.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    x, y, t, query = batch
+    n, m, b = w_q.shape[0], t.shape[0], t.shape[1]
+    if m < 1 or n % m:
+        raise ValueError(f"the batch's leading dimension ({m}) must divide the number of models ({n})")
+    arms, n_keys, d_in = n // m, x.shape[-2], x.shape[-1]
+    d_k = w_q.shape[-1]
+    qa = query.repeat(arms, 1, 1) @ (w_q @ w_k.transpose(1, 2))  # (n, B, d_in): query W_q W_k^T, 16 x 16 per model
+    # q . k_j = x_j . qa for every key, as one batched product per example, shared by the models that see it.
+    by_example = qa.view(arms, m, b, d_in).permute(1, 2, 3, 0).reshape(m * b, d_in, arms)
+    raw = (x.reshape(m * b, n_keys, d_in) @ by_example).view(m, b, n_keys, arms).permute(3, 0, 1, 2).reshape(n, b, n_keys)
+    scores = raw
+    if bool(qk_norm.any()):  # only the QK-norm models pay for the norms
+        idx = qk_norm.nonzero()[:, 0]
+        xs, qs = x[idx % m], query[idx % m]
+        gram_q = w_q[idx] @ w_q[idx].transpose(1, 2)  # |q|^2 = query (W_q W_q^T) query^T
+        gram_k = w_k[idx] @ w_k[idx].transpose(1, 2)
+        q_sq = ((qs @ gram_q) * qs).sum(dim=-1)
+        k_sq = ((xs.flatten(1, 2) @ gram_k).view(xs.shape) * xs).sum(dim=-1)
+        # (sqrt(d_k) q / |q|) . (sqrt(d_k) k / |k|)
+        normalized = raw[idx] * d_k / (q_sq[..., None] * k_sq).sqrt()
+        scores = raw.index_put((idx,), normalized)
+    scores = scores * c[:, None, None]
+    weights = torch.softmax(scores, dim=-1)
+    label_weights = torch.zeros(n, b, labels.shape[1], dtype=weights.dtype).scatter_add(-1, y.repeat(arms, 1, 1), weights)
+    logits = label_weights @ labels @ labels.transpose(1, 2)
+    target = y[torch.arange(m)[:, None], torch.arange(b)[None, :], t].repeat(arms, 1)
+    loss = F.cross_entropy(logits.flatten(0, 1), target.flatten(), reduction="none").view(n, b).mean(dim=1)
+    return {"loss": loss, "weights": weights, "scores": scores, "logits": logits, "target": target}
+
+
+def train_retrieval(
+    arms: Sequence[Arm],
+    d_k: int,
+    seeds: Sequence[int],
+    *,
+    steps: int,
+    lr: float = 3e-3,
+    batch: int = 32,
+    n_keys: int = 32,
+    d_in: int = 16,
+    n_labels: int = 8,
+    eps: float = 1e-8,
+    progress: Any = None,
+) -> dict[str, np.ndarray]:
+    """Train one retrieval model per (arm, seed), all at once, in float64, and record their curves.
+
+    For a given seed every arm starts from the same weights (then shrunk by its
+    `init_power`) and sees the same batches, so differences between arms on a
+    seed come from the arm alone. Models are stacked on a leading axis; each
+    model's loss depends only on its own slice, so the gradient of the summed
+    loss gives every model its own gradient, and Adam (``torch.optim.Adam``,
+    Kingma and Ba 2015, arXiv:1412.6980) treats every number apart. An arm's
+    learning-rate factor multiplies its models' Adam steps of W_q and W_k.
+
+    Parameters
+    ----------
+    arms : sequence of Arm
+    d_k : int
+        The length of queries and keys, >= 1.
+    seeds : sequence of int
+    steps : int
+        Adam steps, >= 1.
+    lr : float, default 3e-3
+        The base learning rate (finite, > 0).
+    batch, n_keys, d_in, n_labels : int
+        The task's sizes (see :func:`retrieval_batches`).
+    eps : float, default 1e-8
+        Adam's epsilon (>= 0), as in ``torch.optim.Adam``.
+    progress : object, optional
+        Anything with an int attribute ``value`` (an ``ipywidgets.IntProgress``):
+        increased by 1 every 1% of the steps.
+
+    Returns
+    -------
+    dict of numpy.ndarray, each of shape (steps, len(arms), len(seeds))
+        ``loss``; ``entropy`` (mean over the batch, nats);
+        ``spread``, the standard deviation over the keys of the scores that
+        enter the softmax, averaged over the batch; ``c``, the factor on the
+        scores.
+        Recorded before each step's update.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For a non-Arm, no arm or seed, or bad sizes, steps or learning rate.
+
+    Examples
+    --------
+    >>> arms = [Arm("unscaled"), Arm("scaled", c_power=0.5)]
+    >>> run = train_retrieval(arms, 64, [0], steps=3)
+    >>> run["loss"].shape, run["c"][0, :, 0].round(4).tolist()
+    ((3, 2, 1), [1.0, 0.125])
+    """
+    import torch
+
+    if not arms or not all(isinstance(a, Arm) for a in arms):
+        raise TypeError("arms must be a non-empty sequence of Arm")
+    if not seeds:
+        raise ValueError("seeds must not be empty")
+    d, n_steps = check_int(d_k, "d_k", 1), check_int(steps, "steps", 1)
+    base_lr = check_positive_finite(lr, "lr")
+    adam_eps = 0.0 if eps == 0 else check_positive_finite(eps, "eps")
+    sizes = {"batch": batch, "n_keys": n_keys, "d_in": d_in, "n_labels": n_labels}
+    n_arms, n_seeds = len(arms), len(seeds)
+    n = n_arms * n_seeds  # model i is arm i // n_seeds with seed i % n_seeds
+    per_model = [arm for arm in arms for _ in seeds]
+    inits = [init_retrieval_params(d, seed, d_in=d_in, n_labels=n_labels) for seed in seeds]
+    gain = torch.tensor([d ** -arm.init_power for arm in per_model], dtype=torch.float64)[:, None, None]
+    w_q = (torch.stack([inits[i % n_seeds][0] for i in range(n)]) * gain).requires_grad_()
+    w_k = (torch.stack([inits[i % n_seeds][1] for i in range(n)]) * gain).requires_grad_()
+    labels = torch.stack([inits[i % n_seeds][2] for i in range(n)]).requires_grad_()
+    log_c = torch.tensor([-arm.c_power * math.log(d) for arm in per_model], dtype=torch.float64, requires_grad=True)
+    learnable = torch.tensor([arm.learnable for arm in per_model])
+    qk_norm = torch.tensor([arm.qk_norm for arm in per_model])
+    lr_gain = torch.tensor([d ** -arm.lr_power for arm in per_model], dtype=torch.float64)[:, None, None]
+    slow = (lr_gain != 1).flatten().nonzero()[:, 0]  # the models whose W_q, W_k have their own learning rate
+    rescale = len(slow) > 0
+    params = [w_q, w_k, labels, log_c]
+    optimizer = torch.optim.Adam(params, lr=base_lr, eps=adam_eps, fused=True)  # fused: one kernel, same algorithm
+    streams = [retrieval_batches(seed, **sizes) for seed in seeds]
+    keys = ("loss", "entropy", "spread", "c")
+    history = {key: torch.zeros(n_steps, n, dtype=torch.float64) for key in keys}
+    tick = max(1, n_steps // 100)
+    for step in range(n_steps):
+        parts = [next(stream) for stream in streams]
+        data = tuple(torch.stack([p[i] for p in parts]) for i in range(4))  # shared by the arms
+        c = torch.where(learnable, log_c, log_c.detach()).exp()
+        out = retrieval_forward(w_q, w_k, labels, c, qk_norm, data)
+        for p in params:
+            p.grad = None
+        out["loss"].sum().backward()
+        with torch.no_grad():
+            history["loss"][step] = out["loss"]
+            history["entropy"][step] = torch.special.entr(out["weights"]).sum(dim=-1).mean(dim=1)
+            history["spread"][step] = out["scores"].std(dim=-1).mean(dim=1)
+            history["c"][step] = c
+        before = [w_q.detach()[slow].clone(), w_k.detach()[slow].clone()] if rescale else []
+        optimizer.step()
+        with torch.no_grad():  # a learning rate per model for W_q, W_k: scale those models' Adam steps
+            for w, old in zip((w_q, w_k), before):
+                w[slow] = old + (w[slow] - old) * lr_gain[slow]
+        if progress is not None and (step + 1) % tick == 0:
+            progress.value += 1
+    return {key: h.view(n_steps, n_arms, n_seeds).numpy() for key, h in history.items()}

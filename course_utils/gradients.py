@@ -1,4 +1,4 @@
-"""Derivatives of softmax: the Jacobian, for looking at; the vector-Jacobian product, for computing."""
+"""Derivatives of softmax: the Jacobian, for looking at; the vector-Jacobian product, for computing; and attention's backward pass."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import as_real_array, as_same_shape_pair
+from .attention import attention_inputs, scaled_dot_product_attention
 from .softmax import softmax
 
-__all__ = ["cross_entropy_grad", "log_softmax_backward", "softmax_backward", "softmax_jacobian"]
+__all__ = ["attention_backward", "cross_entropy_grad", "log_softmax_backward", "softmax_backward", "softmax_jacobian"]
 
 
 def softmax_jacobian(p: ArrayLike) -> np.ndarray:
@@ -150,3 +151,98 @@ def cross_entropy_grad(logits: ArrayLike, targets: ArrayLike, axis: int = -1) ->
     if y.size and not np.allclose(y.sum(axis=ax), 1.0, atol=1e-6):
         raise ValueError("targets must sum to 1 along axis (a one-hot or soft target distribution)")
     return softmax(x, axis=ax) - y
+
+
+def _sum_to_shape(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """Sum a broadcast gradient back to the shape of the input it belongs to."""
+    lead = grad.ndim - len(shape)
+    grad = grad.sum(axis=tuple(range(lead))) if lead else grad
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
+
+
+def attention_backward(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    grad_out: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    is_causal: bool = False,
+    scale: float | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""The gradients of a loss with respect to q, k and v, given its gradient with respect to attention's output.
+
+    With :math:`S = q k^T \cdot \text{scale} + M`, :math:`P = \operatorname{softmax}(S)`
+    and :math:`O = P v` (see :func:`~course_utils.scaled_dot_product_attention`),
+    and :math:`dO = \partial L / \partial O`:
+
+    .. math::
+
+        dP = dO\, v^T, \quad
+        dS = P \odot (dP - \operatorname{rowsum}(dP \odot P)), \quad
+        dq = dS\, k \cdot \text{scale}, \quad
+        dk = dS^T q \cdot \text{scale}, \quad
+        dv = P^T dO .
+
+    Parameters
+    ----------
+    q : array_like, shape (..., L, E)
+    k : array_like, shape (..., S, E)
+    v : array_like, shape (..., S, Ev)
+    grad_out : array_like, shape (..., L, Ev)
+        :math:`\partial L / \partial O`, the shape of attention's output.
+    mask : array_like, optional
+        As in :func:`~course_utils.scaled_dot_product_attention`: bool (True =
+        attend) or real (added to the scores), broadcastable to (..., L, S).
+    is_causal : bool, default False
+        Apply the upper-left aligned causal mask. Cannot be combined with `mask`.
+    scale : float, optional
+        Finite and > 0; defaults to :math:`1/\sqrt{E}`.
+
+    Returns
+    -------
+    dq, dk, dv : numpy.ndarray
+        The shapes of `q`, `k` and `v` (batch dimensions that were broadcast
+        are summed back). A fully masked query row passes no gradient: its
+        ``dq`` row is 0 and it adds nothing to ``dk`` and ``dv``, as torch's
+        SDPA in 2.13. A NaN in any input propagates as NaN.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`~course_utils.scaled_dot_product_attention`, and a
+        ``ValueError`` naming `grad_out` if it does not have the output's shape.
+
+    Notes
+    -----
+    :math:`dS` is softmax's vector-Jacobian product (:func:`softmax_backward`)
+    applied to every row. The factor `scale` appears twice: once in the
+    forward pass (it sets how peaked P is) and once here, as the chain-rule
+    factor :math:`\partial S / \partial q = \text{scale} \cdot k`.
+
+    Examples
+    --------
+    >>> q = np.array([[1.0, 0.0]])
+    >>> k = np.array([[1.0, 0.0], [0.0, 1.0]])
+    >>> v = np.array([[1.0], [0.0]])
+    >>> dq, dk, dv = attention_backward(q, k, v, [[1.0]], scale=1.0)
+    >>> dq.round(4), dv.round(4)
+    (array([[ 0.1966, -0.1966]]), array([[0.7311],
+           [0.2689]]))
+    """
+    qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
+    out, p = scaled_dot_product_attention(qa, ka, va, mask, scale=factor, is_causal=is_causal)
+    g = as_real_array(grad_out, "grad_out")
+    if g.shape != out.shape:
+        raise ValueError(f"grad_out must have the shape of attention's output {out.shape}; got {g.shape}")
+    # A float32 input gives float32 gradients (the default scale is a NumPy float64, which would promote).
+    dtype = np.result_type(qa, ka, va, g)
+    factor = float(factor)
+    p = p.astype(dtype, copy=False)
+    dp = np.matmul(g, np.swapaxes(va, -1, -2))
+    ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))
+    dq = np.matmul(ds, ka) * factor
+    dk = np.matmul(np.swapaxes(ds, -1, -2), qa) * factor
+    dv = np.matmul(np.swapaxes(p, -1, -2), g)
+    return _sum_to_shape(dq, qa.shape), _sum_to_shape(dk, ka.shape), _sum_to_shape(dv, va.shape)

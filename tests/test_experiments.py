@@ -291,3 +291,193 @@ def test_bad_score_arguments_are_rejected_by_name(args, kwargs, error, name):
 def test_bad_scores_are_rejected_by_name(scores, error):
     with pytest.raises(error, match="scores"):
         attention_row_stats(scores)
+
+
+# --- lesson 08: the retrieval model and its training -----------------------------------
+
+from course_utils.experiments import (  # noqa: E402
+    Arm,
+    init_retrieval_params,
+    retrieval_batches,
+    retrieval_forward,
+    train_retrieval,
+)
+
+
+def test_the_same_seed_gives_the_same_batches_and_queries_are_noisy_copies_of_the_target():
+    a, b = retrieval_batches(3), retrieval_batches(3)
+    for _ in range(2):
+        for u, v in zip(next(a), next(b)):
+            assert torch.equal(u, v)
+    x, y, t, query = next(retrieval_batches(4, batch=2000))
+    target_key = x[torch.arange(2000), t]
+    noise = math.sqrt(2) * query - target_key
+    assert float(query.var()) == pytest.approx(1.0, rel=0.05)
+    assert float(noise.var()) == pytest.approx(1.0, rel=0.05)
+    assert abs(float((noise * target_key).mean())) < 0.05  # the noise is independent of the key
+    assert int(y.max()) == 7 and int(t.max()) == 31
+
+
+def one_model_batch(seed=0, d_k=16):
+    w_q, w_k, labels = init_retrieval_params(d_k, seed)
+    batch = next(retrieval_batches(seed))
+    return (w_q[None], w_k[None], labels[None]), tuple(p[None] for p in batch)
+
+
+@pytest.mark.parametrize("c", [1.0, 0.25, 1 / 16])
+def test_retrieval_loss_matches_torch_sdpa_with_projected_keys(c):
+    (w_q, w_k, labels), (x, y, t, query) = one_model_batch()
+    out = retrieval_forward(w_q, w_k, labels, torch.tensor([c], dtype=torch.float64), torch.tensor([False]), (x, y, t, query))
+    attn = torch.nn.functional.scaled_dot_product_attention((query[0] @ w_q[0])[:, None, :], x[0] @ w_k[0], labels[0][y[0]], scale=c)
+    ref = torch.nn.functional.cross_entropy(attn[:, 0] @ labels[0].T, y[0][torch.arange(32), t[0]])
+    assert float(out["loss"][0]) == pytest.approx(float(ref), rel=1e-12)
+
+
+def test_qk_norm_scores_are_sqrt_d_times_the_cosine_of_projected_q_and_k():
+    (w_q, w_k, labels), (x, y, t, query) = one_model_batch(d_k=64)
+    out = retrieval_forward(w_q, w_k, labels, torch.tensor([0.125], dtype=torch.float64), torch.tensor([True]), (x, y, t, query))
+    q = torch.nn.functional.rms_norm(query[0] @ w_q[0], (64,))
+    k = torch.nn.functional.rms_norm(x[0] @ w_k[0], (64,))
+    expected = torch.einsum("bd,bkd->bk", q, k) / 8
+    torch.testing.assert_close(out["scores"][0], expected, rtol=1e-5, atol=1e-6)  # rms_norm's eps ~ 2e-16 relative
+    assert float(out["scores"].abs().max()) <= 8 + 1e-9
+
+
+def test_one_training_arm_is_plain_torch_adam_on_its_own_model():
+    # An independent training loop for seed 1 of the scaled arm, with torch.optim.Adam (not fused).
+    d_k, steps = 16, 5
+    run = train_retrieval([Arm("u"), Arm("s", c_power=0.5)], d_k, [0, 1], steps=steps, lr=0.05)
+    params = [p.clone().requires_grad_() for p in init_retrieval_params(d_k, 1)]
+    opt = torch.optim.Adam(params, lr=0.05)
+    stream = retrieval_batches(1)
+    c = torch.tensor([0.25], dtype=torch.float64)
+    for step in range(steps):
+        batch = tuple(a[None] for a in next(stream))
+        loss = retrieval_forward(*(p[None] for p in params), c, torch.tensor([False]), batch)["loss"][0]
+        assert loss.item() == pytest.approx(run["loss"][step, 1, 1], rel=1e-12)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+ARMS08 = [Arm("unscaled"), Arm("scaled", c_power=0.5), Arm("init matched", init_power=0.25),
+          Arm("init and lr matched", init_power=0.25, lr_power=0.25), Arm("learnable", learnable=True),
+          Arm("qk-norm", c_power=0.5, qk_norm=True)]
+
+
+@pytest.fixture(scope="module")
+def short_run():
+    return train_retrieval(ARMS08, 64, [0, 1], steps=40, lr=1e-2)
+
+
+def test_a_constant_on_the_scores_is_sqrt_c_on_init_and_learning_rate_under_adam(short_run):
+    # Exact up to Adam's epsilon: the gradients of the matched arm are d_k**0.25 times larger.
+    np.testing.assert_allclose(short_run["loss"][:, 3], short_run["loss"][:, 1], rtol=1e-4)
+    exact = train_retrieval([ARMS08[1], ARMS08[3]], 64, [0, 1], steps=40, lr=1e-2, eps=0.0)
+    np.testing.assert_allclose(exact["loss"][:, 1], exact["loss"][:, 0], rtol=1e-10)
+    np.testing.assert_allclose(exact["spread"][:, 1], exact["spread"][:, 0], rtol=1e-10)
+
+
+def test_matching_the_init_alone_starts_like_the_scaled_arm_then_drifts_away(short_run):
+    np.testing.assert_allclose(short_run["loss"][0, 2], short_run["loss"][0, 1], rtol=1e-12)
+    assert np.abs(short_run["loss"][-1, 2] - short_run["loss"][-1, 1]).max() > 1e-3
+
+
+def test_arms_share_weights_and_batches_per_seed_and_runs_repeat_exactly(short_run):
+    np.testing.assert_allclose(short_run["loss"][0, 4], short_run["loss"][0, 0], rtol=1e-12)  # learnable starts at c = 1
+    np.testing.assert_allclose(short_run["c"][:, 1], 0.125, rtol=1e-12)
+    assert not np.allclose(short_run["loss"][0, 0, 0], short_run["loss"][0, 0, 1])  # seeds differ
+    again = train_retrieval(ARMS08, 64, [0, 1], steps=40, lr=1e-2)
+    np.testing.assert_array_equal(again["loss"], short_run["loss"])
+    # Fewer arms change how the products are blocked, so only the last bits may differ.
+    fewer = train_retrieval(ARMS08[:2], 64, [0, 1], steps=40, lr=1e-2)
+    np.testing.assert_allclose(fewer["loss"], short_run["loss"][:, :2], rtol=1e-9)
+
+
+def test_the_unscaled_arm_starts_saturated_and_the_learnable_c_falls(short_run):
+    assert short_run["entropy"][0, 0].max() < 1.5 < short_run["entropy"][0, 1].min()
+    assert (short_run["c"][-1, 4] < 1).all()
+    assert short_run["loss"].shape == (40, 6, 2)
+
+
+def test_progress_advances_once_per_percent_of_the_steps():
+    class Bar:
+        value = 0
+
+    bar = Bar()
+    train_retrieval(ARMS08[:1], 8, [0], steps=200, progress=bar)
+    assert bar.value == 100
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        ({"arms": []}, TypeError, "arms"),
+        ({"arms": ["scaled"]}, TypeError, "arms"),
+        ({"seeds": []}, ValueError, "seeds"),
+        ({"d_k": 0}, ValueError, "d_k"),
+        ({"steps": 0}, ValueError, "steps"),
+        ({"lr": -1.0}, ValueError, "lr"),
+        ({"lr": float("nan")}, ValueError, "lr"),
+        ({"batch": 0}, ValueError, "batch"),
+        ({"eps": -1e-8}, ValueError, "eps"),
+    ],
+)
+def test_train_retrieval_rejects_bad_arguments_by_name(kwargs, error, match):
+    args = {"arms": ARMS08[:1], "d_k": 8, "seeds": [0], "steps": 1}
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        train_retrieval(args.pop("arms"), args.pop("d_k"), args.pop("seeds"), **args)
+
+
+# --- sample_attention_gradients: the shortcut has the distribution of attention_backward's norms ----------
+
+from scipy import stats  # noqa: E402
+
+from course_utils import attention_backward, sample_attention_gradients  # noqa: E402
+
+
+def direct_gradient_norms(d_k, n_keys, n_rows, seed, scaled, d_v=16):
+    gen = np.random.default_rng(seed)
+    q = gen.standard_normal((n_rows, 1, d_k))
+    k = gen.standard_normal((n_rows, n_keys, d_k))
+    v = gen.standard_normal((n_rows, n_keys, d_v))
+    g = gen.standard_normal((n_rows, 1, d_v)) / math.sqrt(d_v)
+    dq, dk, _ = attention_backward(q, k, v, g, scale=1 / math.sqrt(d_k) if scaled else 1.0)
+    return np.linalg.norm(dq[:, 0], axis=-1), np.linalg.norm(dk.reshape(n_rows, -1), axis=-1)
+
+
+@pytest.mark.parametrize("d_k,scaled", [(2, False), (8, True), (32, False), (64, False), (64, True)])
+def test_the_shortcut_draws_the_same_distribution_as_attention_backward(d_k, scaled):
+    direct_q, direct_k = direct_gradient_norms(d_k, 6, 6000, d_k, scaled)
+    short = sample_attention_gradients(d_k, 6, 6000, rng(d_k + 100), scaled=scaled)
+    # Two-sample Kolmogorov-Smirnov tests: a wrong shortcut (a missing factor c, or the wrong
+    # chi-square degrees) moves the distribution far beyond what 6,000 samples allow (p < 1e-4).
+    assert stats.ks_2samp(direct_q, short.query).pvalue > 1e-4
+    assert stats.ks_2samp(direct_k, short.keys).pvalue > 1e-4
+
+
+def test_a_wrong_shortcut_would_fail_the_distribution_test():
+    direct_q, _ = direct_gradient_norms(64, 6, 6000, 1, True)
+    short = sample_attention_gradients(64, 6, 6000, rng(2), scaled=True)
+    assert stats.ks_2samp(direct_q, short.query).pvalue > 1e-4
+    assert stats.ks_2samp(direct_q, short.query * 1.25).pvalue < 1e-4  # 25% too large: detected
+
+
+def test_scaled_gradients_do_not_depend_on_d_k_while_unscaled_rows_freeze():
+    scaled = [np.median(sample_attention_gradients(d, 16, 20_000, rng(d), scaled=True).query) for d in (64, 1024)]
+    assert scaled[1] == pytest.approx(scaled[0], rel=0.05)
+    raw = sample_attention_gradients(1024, 16, 20_000, rng(3), scaled=False)
+    assert np.mean(raw.query < 1e-3) > 0.3 and raw.query.mean() > 3 * scaled[1]
+
+
+def test_the_shortcut_is_seeded_and_checks_its_arguments():
+    a = sample_attention_gradients(16, 4, 10, rng(5), scaled=True)
+    b = sample_attention_gradients(16, 4, 10, rng(5), scaled=True)
+    np.testing.assert_array_equal(a.query, b.query)
+    with pytest.raises(ValueError, match="d_k"):
+        sample_attention_gradients(1, 4, 10, rng(), scaled=True)
+    with pytest.raises(TypeError, match="scaled"):
+        sample_attention_gradients(16, 4, 10, rng(), scaled=1)
+    with pytest.raises(TypeError, match="rng"):
+        sample_attention_gradients(16, 4, 10, 0, scaled=True)

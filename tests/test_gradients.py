@@ -1,5 +1,7 @@
 """The softmax Jacobian: known values, its four properties, and torch autograd."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -105,3 +107,182 @@ def test_mismatched_shapes_are_rejected_by_name(f, names):
 def test_targets_must_be_a_distribution():
     with pytest.raises(ValueError, match="targets"):
         cross_entropy_grad([1.0, 2.0], [1.0, 1.0])
+
+
+# --- attention_backward ---------------------------------------------------------
+
+from course_utils import attention_backward, scaled_dot_product_attention  # noqa: E402
+
+
+def torch_attention_grads(q, k, v, g, mask=None, is_causal=False, scale=None):
+    """dq, dk, dv from torch autograd through F.scaled_dot_product_attention."""
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    tmask = None if mask is None else torch.as_tensor(mask)
+    out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, attn_mask=tmask, is_causal=is_causal, scale=scale)
+    out.backward(torch.as_tensor(g))
+    return tq.grad.numpy(), tk.grad.numpy(), tv.grad.numpy()
+
+
+def random_inputs(seed, q_shape, k_shape, ev, dtype=np.float64):
+    gen = np.random.default_rng(seed)
+    v_shape = k_shape[:-1] + (ev,)
+    q, k, v = (gen.normal(size=s).astype(dtype) for s in (q_shape, k_shape, v_shape))
+    out_shape = np.broadcast_shapes(q_shape[:-2], k_shape[:-2]) + (q_shape[-2], ev)
+    return q, k, v, gen.normal(size=out_shape).astype(dtype)
+
+
+def test_attention_backward_known_value_by_hand():
+    # One query, two keys, scale 1: p = softmax([1, 0]), O = p1, dO = 1.
+    p1 = 1 / (1 + math.exp(-1))
+    dq, dk, dv = attention_backward([[1.0, 0.0]], [[1.0, 0.0], [0.0, 1.0]], [[1.0], [0.0]], [[1.0]], scale=1.0)
+    ds = np.array([p1 * (1 - p1), -p1 * (1 - p1)])  # p * (dP - <dP, p>) with dP = v = [1, 0]
+    np.testing.assert_allclose(dq, [ds @ np.array([[1.0, 0.0], [0.0, 1.0]])], rtol=1e-15)
+    np.testing.assert_allclose(dk, np.outer(ds, [1.0, 0.0]), rtol=1e-15)
+    np.testing.assert_allclose(dv, [[p1], [1 - p1]], rtol=1e-15)
+
+
+@pytest.mark.parametrize("dtype,rtol,atol", [(np.float64, 1e-10, 1e-12), (np.float32, 1e-4, 1e-5)])
+@pytest.mark.parametrize("kind", ["none", "causal", "bool", "float", "scale"])
+@pytest.mark.parametrize("L,S", [(5, 5), (3, 7), (6, 2)])
+def test_attention_backward_matches_torch_autograd(dtype, rtol, atol, kind, L, S):
+    q, k, v, g = random_inputs(L * 10 + S, (2, 3, L, 4), (2, 3, S, 4), 5, dtype)
+    kwargs = {}
+    gen = np.random.default_rng(S)
+    if kind == "causal":
+        kwargs["is_causal"] = True
+    elif kind == "bool":
+        kwargs["mask"] = gen.random((L, S)) < 0.7
+        kwargs["mask"][:, 0] = True  # no fully masked row here (tested on its own below)
+    elif kind == "float":
+        kwargs["mask"] = gen.normal(size=(2, 1, L, S)).astype(dtype)
+    elif kind == "scale":
+        kwargs["scale"] = 0.3
+    ours = attention_backward(q, k, v, g, **kwargs)
+    ref = torch_attention_grads(q, k, v, g, **kwargs)
+    for name, a, b in zip("qkv", ours, ref):
+        assert a.dtype == dtype, name
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol, err_msg=f"d{name}")
+
+
+def test_broadcast_batch_dimensions_are_summed_back_like_torch():
+    # One key/value set shared by 4 heads: k and v have batch shape (1,), q has (4,).
+    q, k, v, g = random_inputs(3, (4, 6, 8), (1, 5, 8), 3)
+    ours = attention_backward(q, k, v, g)
+    tq, tk, tv = (torch.tensor(a, requires_grad=True) for a in (q, k, v))
+    torch.nn.functional.scaled_dot_product_attention(tq, tk.expand(4, 5, 8), tv.expand(4, 5, 3)).backward(torch.tensor(g))
+    for a, b in zip(ours, (tq.grad, tk.grad, tv.grad)):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_a_fully_masked_row_passes_zero_gradient_not_nan_like_torch():
+    q, k, v, g = random_inputs(4, (4, 3), (5, 3), 2)
+    mask = np.ones((4, 5), dtype=bool)
+    mask[2] = False  # query 2 may attend to nothing
+    dq, dk, dv = attention_backward(q, k, v, g, mask=mask)
+    assert np.isfinite(dq).all() and np.isfinite(dk).all() and np.isfinite(dv).all()
+    np.testing.assert_array_equal(dq[2], 0.0)
+    # Row 2 adds nothing to dk and dv: the same as leaving query 2 out.
+    keep = [0, 1, 3]
+    _, dk3, dv3 = attention_backward(q[keep], k, v, g[keep])
+    np.testing.assert_allclose(dk, dk3, rtol=1e-12)
+    np.testing.assert_allclose(dv, dv3, rtol=1e-12)
+    ref = torch_attention_grads(q, k, v, g, mask=mask)
+    for a, b in zip((dq, dk, dv), ref):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_a_float_mask_of_all_minus_inf_also_passes_zero_gradient():
+    q, k, v, g = random_inputs(5, (3, 2), (4, 2), 2)
+    mask = np.zeros((3, 4))
+    mask[0] = -np.inf
+    dq, dk, dv = attention_backward(q, k, v, g, mask=mask)
+    np.testing.assert_array_equal(dq[0], 0.0)
+    assert np.isfinite(dk).all() and np.isfinite(dv).all()
+
+
+@pytest.mark.parametrize("where", ["q", "k", "v", "grad_out"])
+def test_a_nan_in_the_inputs_propagates_and_never_becomes_zero(where):
+    q, k, v, g = random_inputs(6, (3, 4), (5, 4), 2)
+    arrays = {"q": q, "k": k, "v": v, "grad_out": g}
+    arrays[where][0, 0] = np.nan
+    dq, dk, dv = attention_backward(arrays["q"], arrays["k"], arrays["v"], arrays["grad_out"])
+    # Query 0's row (or key 0, which every query sees) is poisoned: some gradient must be NaN.
+    assert np.isnan(dq).any() or np.isnan(dk).any() or np.isnan(dv).any()
+    if where in ("q", "grad_out"):
+        assert np.isnan(dq[0]).all() if where == "q" else np.isnan(dk).any()
+
+
+def test_central_finite_differences_agree_with_attention_backward():
+    q, k, v, g = random_inputs(7, (3, 4), (5, 4), 2)
+    dq, dk, dv = attention_backward(q, k, v, g, scale=0.7)
+    h = 1e-6
+
+    def loss(qq, kk, vv):
+        return float((scaled_dot_product_attention(qq, kk, vv, scale=0.7)[0] * g).sum())
+
+    for arr, grad, pos in ((q, dq, 0), (k, dk, 1), (v, dv, 2)):
+        numeric = np.zeros_like(arr)
+        for idx in np.ndindex(arr.shape):
+            plus, minus = [a.copy() for a in (q, k, v)], [a.copy() for a in (q, k, v)]
+            plus[pos][idx] += h
+            minus[pos][idx] -= h
+            numeric[idx] = (loss(*plus) - loss(*minus)) / (2 * h)
+        np.testing.assert_allclose(grad, numeric, atol=1e-8)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 6), st.integers(1, 6), st.integers(1, 4), st.floats(0.05, 5.0), st.integers(0, 2**32 - 1))
+def test_dk_sums_to_zero_over_keys_direction_and_dv_columns_sum_to_grad_out(L, S, E, scale, seed):
+    # Softmax rows are shift-invariant, so moving every key by the same vector changes nothing:
+    # the dk rows sum to zero. And every weight row sums to 1, so dv summed over keys is dO summed over queries.
+    q, k, v, g = random_inputs(seed, (L, E), (S, E), 3)
+    _, dk, dv = attention_backward(q, k, v, g, scale=scale)
+    np.testing.assert_allclose(dk.sum(axis=0), 0.0, atol=1e-10 * (1 + np.abs(dk).max()))
+    np.testing.assert_allclose(dv.sum(axis=0), g.sum(axis=0), rtol=1e-10, atol=1e-10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 5), st.integers(1, 5), st.floats(0.1, 10.0), st.integers(0, 2**32 - 1))
+def test_dq_is_scale_times_the_gradient_wrt_the_scores_times_k(L, S, scale, seed):
+    # Doubling the scale while halving q leaves the forward pass unchanged and doubles dq.
+    q, k, v, g = random_inputs(seed, (L, 3), (S, 3), 2)
+    dq1, dk1, _ = attention_backward(q, k, v, g, scale=scale)
+    dq2, dk2, _ = attention_backward(q / 2, k, v, g, scale=2 * scale)
+    np.testing.assert_allclose(dq2, 2 * dq1, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(dk2, dk1, rtol=1e-9, atol=1e-12)
+
+
+def test_attention_backward_does_not_mutate_its_inputs():
+    q, k, v, g = random_inputs(8, (3, 4), (5, 4), 2)
+    copies = [a.copy() for a in (q, k, v, g)]
+    attention_backward(q, k, v, g, is_causal=True)
+    for a, b in zip((q, k, v, g), copies):
+        np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        ({"grad_out": np.zeros((3, 3))}, ValueError, "grad_out"),
+        ({"grad_out": np.zeros((2, 2))}, ValueError, "grad_out"),
+        ({"grad_out": ["a"]}, TypeError, "grad_out"),
+        ({"k": np.zeros((5, 3))}, ValueError, r"\bq\b.*\bk\b"),
+        ({"v": np.zeros((4, 2))}, ValueError, r"\bk\b.*\bv\b"),
+        ({"scale": 0.0}, ValueError, "scale"),
+        ({"scale": -1.0}, ValueError, "scale"),
+        ({"scale": float("nan")}, ValueError, "scale"),
+        ({"scale": float("inf")}, ValueError, "scale"),
+        ({"mask": np.ones((4, 4), dtype=bool)}, ValueError, "mask"),
+        ({"mask": np.ones((3, 5), dtype=bool), "is_causal": True}, ValueError, "mask"),
+        ({"is_causal": 1}, TypeError, "is_causal"),
+    ],
+)
+def test_attention_backward_rejects_bad_arguments_by_name(kwargs, error, match):
+    gen = np.random.default_rng(0)
+    args = {"q": gen.normal(size=(3, 4)), "k": gen.normal(size=(5, 4)), "v": gen.normal(size=(5, 2)),
+            "grad_out": gen.normal(size=(3, 2))}
+    extra = {key: kwargs[key] for key in kwargs if key not in args}
+    args.update({key: kwargs[key] for key in kwargs if key in args})
+    with pytest.raises(error, match=match):
+        attention_backward(args["q"], args["k"], args["v"], args["grad_out"], **extra)
