@@ -10,6 +10,8 @@ give NaN there instead).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -136,7 +138,8 @@ def attention_inputs(
         raise TypeError(f"is_causal must be a bool; got {type(is_causal).__name__} {is_causal!r}")
     if is_causal and mask is not None:
         raise ValueError("give either mask or is_causal=True, not both")
-    factor = 1.0 / np.sqrt(qa.shape[-1]) if scale is None else check_positive_finite(scale, "scale")
+    # A Python float, not a NumPy float64 scalar: NumPy 2 would promote float32 scores to float64 with the latter.
+    factor = 1.0 / math.sqrt(qa.shape[-1]) if scale is None else check_positive_finite(scale, "scale")
     return qa, ka, va, factor
 
 
@@ -305,5 +308,5 @@ def attention_distance(weights: ArrayLike, *, align: str = "upper-left") -> np.n
         raise ValueError(f"weights must have shape (..., L, S); got shape {p.shape}")
     n_q, n_k = p.shape[-2:]
     offset = _causal_offset(n_q, n_k, align)
-    distance = np.abs(np.arange(n_q)[:, None] + offset - np.arange(n_k)[None, :])
+    distance = np.abs(np.arange(n_q)[:, None] + offset - np.arange(n_k)[None, :]).astype(p.dtype)  # int would promote
     return (p * distance).sum(axis=-1)

@@ -9,6 +9,12 @@ Conventions shared by every function here, chosen to agree with PyTorch:
   gives NaN from :func:`softmax` and :func:`log_softmax` and ``-inf`` from
   :func:`logsumexp`; a NaN anywhere in a row makes the whole row NaN.
 * Empty input gives empty output; :func:`logsumexp` over an empty axis is ``-inf``.
+* A 0-d input gives a NumPy scalar, as NumPy's and SciPy's functions do
+  (``softmax(1000.0)`` is ``np.float64(1.0)``).
+* ``where=`` (:func:`softmax`, :func:`log_softmax`) keeps the entries where it
+  is True, with the semantics of ``jax.nn.softmax``: a left-out entry gets
+  weight 0 (log-weight ``-inf``), and a row with nothing kept is all zeros
+  (all ``-inf``), not NaN.
 * The input is never modified.
 """
 
@@ -41,6 +47,24 @@ def _prepare(x: ArrayLike, axis: int | None) -> _Prepared:
     return _Prepared(arr.reshape(1) if arr.ndim == 0 else arr, ax, arr.dtype, arr.shape)
 
 
+def _apply_where(x: ArrayLike, where: ArrayLike | None) -> tuple[ArrayLike, np.ndarray | None]:
+    """`x` with the entries `where` leaves out set to -inf, and `where` broadcast to its shape."""
+    if where is None:
+        return x, None
+    arr = as_real_array(x, "x")
+    w = np.asarray(where)
+    if w.dtype != bool:
+        raise TypeError(f"where must be a bool array (True = keep); got dtype {w.dtype}")
+    try:
+        shape = np.broadcast_shapes(w.shape, arr.shape)
+    except ValueError:
+        shape = None
+    if shape != arr.shape:
+        raise ValueError(f"where of shape {w.shape} does not broadcast to the shape of x, {arr.shape}")
+    w = np.broadcast_to(w, arr.shape)
+    return np.where(w, arr, arr.dtype.type(-np.inf)), w
+
+
 def _shifted_and_log_normalizer(
     p: _Prepared, temperature: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,7 +95,9 @@ def _shifted_and_log_normalizer(
     return z, log_norm, shift
 
 
-def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) -> np.ndarray:
+def softmax(
+    x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0, where: ArrayLike | None = None
+) -> np.ndarray:
     r"""Numerically stable softmax, :math:`\exp(x_i / T) / \sum_j \exp(x_j / T)`.
 
     Parameters
@@ -83,20 +109,26 @@ def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) ->
     temperature : float, default 1.0
         Finite and > 0. Below 1 sharpens the distribution towards the argmax
         (ties share it equally); above 1 flattens it towards uniform.
+    where : array_like of bool, optional
+        Broadcastable to the shape of `x`; True keeps an entry. Left-out
+        entries get weight exactly 0 and the kept ones sum to 1; a row with
+        nothing kept is all zeros, not NaN (as ``jax.nn.softmax``).
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray or numpy scalar
         Probabilities with the shape of `x`, non-negative and summing to 1
         along `axis`. Float dtypes are kept; other inputs give float64.
+        A 0-d input gives a NumPy scalar (always 1.0, or NaN for NaN/inf).
 
     Raises
     ------
     TypeError
         If `x` is not real (strings, complex, objects), `axis` is not an int
-        or None, or `temperature` is not a real number.
+        or None, `temperature` is not a real number, or `where` is not bool.
     ValueError
-        If `axis` is out of range or `temperature` is not finite and > 0.
+        If `axis` is out of range, `temperature` is not finite and > 0, or
+        `where` does not broadcast to the shape of `x`.
 
     See Also
     --------
@@ -122,8 +154,17 @@ def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) ->
     array([1., 0.])
     >>> softmax([2.0, 5.0, 5.0], temperature=1e-3)  # T -> 0: argmax, ties split
     array([0. , 0.5, 0.5])
+    >>> softmax([[1.0, 0.0, 1.0], [3.0, 4.0, 5.0]], where=[[True, True, False], [False, False, False]]).round(4)
+    array([[0.7311, 0.2689, 0.    ],
+           [0.    , 0.    , 0.    ]])
     """
     t = check_positive_finite(temperature, "temperature")
+    x, keep = _apply_where(x, where)
+    if keep is not None:
+        with np.errstate(invalid="ignore"):
+            out = np.asarray(softmax(x, axis, temperature=t))
+        # Left out: exactly 0. A row with nothing kept gave 0/0 = NaN above: zeros, as in JAX.
+        return np.where(keep, out, out.dtype.type(0))[()]
     p = _prepare(x, axis)
     if p.work.size == 0:
         return np.empty(p.shape, p.dtype)
@@ -133,7 +174,7 @@ def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) ->
             out /= t
         np.exp(out, out=out)
         out /= out.sum(axis=p.axis, keepdims=True)
-    return out.reshape(p.shape).astype(p.dtype, copy=False)
+    return out.reshape(p.shape).astype(p.dtype, copy=False)[()]
 
 
 def naive_softmax(x: ArrayLike, axis: int | None = -1) -> np.ndarray:
@@ -175,7 +216,9 @@ def naive_softmax(x: ArrayLike, axis: int | None = -1) -> np.ndarray:
     return out.reshape(p.shape)
 
 
-def log_softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) -> np.ndarray:
+def log_softmax(
+    x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0, where: ArrayLike | None = None
+) -> np.ndarray:
     r"""Log of the softmax, :math:`x_i/T - \log \sum_j \exp(x_j/T)`, accurate in the tails.
 
     Parameters
@@ -186,11 +229,15 @@ def log_softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0
         The axis to normalize over; ``None`` means all elements.
     temperature : float, default 1.0
         Finite and > 0, as in :func:`softmax`.
+    where : array_like of bool, optional
+        As in :func:`softmax`: left-out entries get log-weight ``-inf``, and a
+        row with nothing kept is all ``-inf`` (the log of its zero weights).
 
     Returns
     -------
-    numpy.ndarray
-        Log-probabilities (all <= 0) with the shape of `x`.
+    numpy.ndarray or numpy scalar
+        Log-probabilities (all <= 0) with the shape of `x`; a NumPy scalar
+        for a 0-d input.
 
     Raises
     ------
@@ -212,8 +259,14 @@ def log_softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0
     >>> with np.errstate(divide="ignore"):  # what log_softmax avoids: log(0)
     ...     np.log(softmax([0.0, -1000.0]))
     array([  0., -inf])
+    >>> log_softmax([0.0, 5.0], where=[True, False])
+    array([  0., -inf])
     """
     t = check_positive_finite(temperature, "temperature")
+    x, keep = _apply_where(x, where)
+    if keep is not None:
+        out = np.asarray(log_softmax(x, axis, temperature=t))
+        return np.where(keep, out, out.dtype.type(-np.inf))[()]
     p = _prepare(x, axis)
     if p.work.size == 0:
         return np.empty(p.shape, p.dtype)
@@ -222,7 +275,7 @@ def log_softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0
         z -= log_norm
         # A row with a +inf, NaN or only -inf has no finite log-probabilities: all NaN, as in torch.
         np.copyto(z, np.nan, where=~np.isfinite(log_norm))
-    return z.reshape(p.shape).astype(p.dtype, copy=False)
+    return z.reshape(p.shape).astype(p.dtype, copy=False)[()]
 
 
 def logsumexp(x: ArrayLike, axis: int | None = -1, keepdims: bool = False) -> np.ndarray:
