@@ -73,10 +73,13 @@ def _shifted_and_log_normalizer(
     ``c`` is the row maximum where it is finite and 0 elsewhere; the last two
     results keep the reduced axis with size 1.
 
-    The row maximum contributes exactly ``exp(0) = 1`` to the sum, so it is
-    left out and added back with ``log1p``: ``log(1 + s)`` computed as
-    ``log1p(s)`` keeps a tail ``s`` far below machine epsilon, which
-    ``log(1.0 + s)`` would round away (``logsumexp([0, -40])`` is 4.2e-18, not 0).
+    The row maximum contributes exactly ``exp(0) = 1`` to the sum. Where the
+    other terms, the tail ``s``, add up to 1 or more, ``log(1 + s)`` is as
+    accurate as the sum. Where they add up to less, ``1 + s`` has rounded
+    digits of ``s`` away (all of them once ``s`` is below machine epsilon:
+    ``logsumexp([0, -40])`` is 4.2e-18, not 0), so only those rows are
+    summed again with the maximum left out, and ``log1p(s)`` keeps the tail.
+    Rows with a large tail, the usual case, never pay for that second pass.
     """
     ct = compute_dtype(p.dtype)
     row_max = p.work.max(axis=p.axis, keepdims=True)
@@ -87,9 +90,15 @@ def _shifted_and_log_normalizer(
     z = np.subtract(p.work, shift, dtype=ct)
     if temperature != 1.0:
         z /= temperature
-    tail = np.exp(z)
-    np.put_along_axis(tail, np.argmax(p.work, axis=p.axis, keepdims=True), 0, axis=p.axis)
-    log_norm = np.log1p(tail.sum(axis=p.axis, keepdims=True))
+    total = np.exp(z).sum(axis=p.axis, keepdims=True)  # 1 (the maximum) + the tail
+    log_norm = np.log(total)
+    small = total < 2  # a tail below 1 lost digits in 1 + tail: redo those rows with log1p
+    if small.any():
+        rows = np.moveaxis(small, p.axis, -1)[..., 0]
+        few = np.moveaxis(z, p.axis, -1)[rows]  # (k, n): only the rows that need it
+        tail = np.exp(few)
+        np.put_along_axis(tail, np.argmax(few, axis=-1, keepdims=True), 0, axis=-1)
+        np.moveaxis(log_norm, p.axis, -1)[rows] = np.log1p(tail.sum(axis=-1, keepdims=True))
     # A row whose max is +inf, -inf or NaN has that max as its log-normalizer, as in torch.
     log_norm = np.where(finite, log_norm, row_max.astype(ct))
     return z, log_norm, shift
