@@ -398,6 +398,17 @@ class Exercise:
         print(f"Solution to {self.lesson}.{self.name} ({self.title}):\n\n{self._solution.strip()}")
 
 
+_DEFAULT_NONFINITE = (
+    "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
+    "subtract each row's own maximum first."
+)
+_MASKED_NONFINITE = (
+    "This input holds -inf (masked positions). A row whose entries are all -inf has maximum -inf, and "
+    "x - max computes -inf - (-inf) = nan; its exponentials are all 0, so normalizing divides 0 by 0. "
+    "Handle such a row on its own (e.g. shift by 0 where the maximum is -inf, and give it zeros)."
+)
+
+
 class FunctionExercise(Exercise):
     """An exercise whose answer is a function, tested on several inputs.
 
@@ -412,9 +423,12 @@ class FunctionExercise(Exercise):
     early_properties : sequence of Property
         Checked right after the shape, before the check for nan and inf: for
         outputs where nan or inf is not an overflow but a wrong kind of answer.
-    nonfinite_hint : str
+    nonfinite_hint : str, optional
         What to say when the result holds nan or inf where the reference does not
-        (an inf that the reference has too is correct).
+        (an inf that the reference has too is correct). Give each exercise its
+        own: where the maximum is already subtracted, "subtract the maximum" is
+        the wrong advice. Without it, the hint depends on the input: one about
+        overflow, or one about fully masked rows where the input holds -inf.
     starter : callable
         The stub the notebook ships (it raises ``NotImplementedError``).
     rtol, atol : float
@@ -455,10 +469,7 @@ class FunctionExercise(Exercise):
         solution: str,
         rtol: float = 1e-6,
         atol: float = 1e-9,
-        nonfinite_hint: str = (
-            "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
-            "subtract each row's own maximum first."
-        ),
+        nonfinite_hint: str | None = None,
         variants: Mapping[str, Callable[..., Any]] | None = None,
         probes: Sequence[Case] = (),
         advice: Mapping[str, str] | None = None,
@@ -475,6 +486,16 @@ class FunctionExercise(Exercise):
         self.variants = dict(variants or {})
         self.probes = tuple(probes)
         self.advice = dict(advice or {})
+
+    def _nonfinite_hint(self, case: Case) -> str:
+        """The exercise's own hint for a nan or inf, else one chosen by what the input holds."""
+        if self.nonfinite_hint is not None:
+            return self.nonfinite_hint
+        masked = any(
+            isinstance(a, np.ndarray) and a.dtype.kind == "f" and np.isneginf(a).any()
+            for a in (*case.args, *case.kwargs.values())
+        )
+        return _MASKED_NONFINITE if masked else _DEFAULT_NONFINITE
 
     def known_mistakes(self) -> dict[str, Callable[..., Any]]:
         """Every labelled wrong answer: the hand-picked ones, the generated variants and the generic ones."""
@@ -544,7 +565,7 @@ class FunctionExercise(Exercise):
                 raise _Failed(f"on input {case.describe()} the result {problem}")
         same = (out == expected) | (np.isnan(out) & np.isnan(expected))
         if (~np.isfinite(out) & ~same).any():  # an inf (or nan) the reference also has is right
-            raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self.nonfinite_hint}")
+            raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self._nonfinite_hint(case)}")
         with np.errstate(invalid="ignore"):
             diff = np.where(out == expected, 0.0, np.abs(out - expected))
         max_diff = float(diff.max()) if out.size else 0.0

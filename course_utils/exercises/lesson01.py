@@ -90,6 +90,11 @@ the mean, the first entry or one maximum for the whole batch all overflow on
 some input, e.g. [2000, 0], [0, 2000] or [[1000, 999], [0, -1]].
 """
 
+_OVERFLOW_HINT = (
+    "exp() of a large score overflows to inf, and a row whose exponentials all underflow gives 0/0: "
+    "subtract each row's own maximum first."
+)
+
 #: The inputs every softmax exercise of this lesson is tried on, beyond its cases: large scores
 #: in each position, gaps of thousands from the mean, rows at very different scales, float32.
 _ROW_PROBES = [
@@ -131,6 +136,7 @@ def _q1() -> FunctionExercise:
         rtol=1e-6,
         atol=1e-9,
         properties=[non_negative, sums_to_one, shift_invariant],
+        nonfinite_hint=_OVERFLOW_HINT,
         wrong_answers={
             "the textbook formula, which overflows": _q1_unstable,
             "a max without keepdims": _q1_no_keepdims,
@@ -268,6 +274,7 @@ def _q3() -> FunctionExercise:
         rtol=1e-6,
         atol=1e-9,
         properties=[non_negative, sums_to_one],
+        nonfinite_hint="x / T can be far larger than x: " + _OVERFLOW_HINT,
         wrong_answers={
             "multiplying by T": _q3_times_t,
             "raising the probabilities to 1/T without renormalizing": _q3_power_without_renormalizing,

@@ -207,6 +207,10 @@ def _q3() -> FunctionExercise:
             for how in _ROUNDINGS
         },
         properties=[_right_scale],
+        nonfinite_hint=(
+            "Finite queries and keys give finite scores: look for a division by zero (is your d_k 0?) "
+            "or a square root of a negative number."
+        ),
         wrong_answers={
             "no scaling": _q3_unscaled,
             "dividing by d_k instead of its square root": _q3_divide_by_d,

@@ -95,6 +95,12 @@ def _q2() -> FunctionExercise:
             "one sum over the whole batch": _q2_global_sum,
             "subtracting the plain mean of g instead of its p-weighted mean": _q2_plain_mean,
         },
+        nonfinite_hint=(
+            "g and p are finite, so p * (g - <g, p>) is finite: nan or inf comes from a division by p "
+            "(some p are tiny) or a log of p. Only products and one sum are needed."
+        ),
+        # Tolerances (the defaults): products and one sum in float64 agree to about 1e-16 relative;
+        # rtol=1e-6 also admits float32 answers (a few 6e-8 relative).
         hints=[
             "Write (J g)_k = sum_i J_ik g_i with J_ik = p_i (delta_ik - p_k), and split the sum into i = k and the rest.",
             "The result is p_k times (g_k minus the p-weighted average of g).",
