@@ -219,17 +219,20 @@ def scaled_dot_product_attention(
     """
     qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
     try:
-        scores = np.matmul(qa, np.swapaxes(ka, -1, -2)) * factor
+        scores = np.matmul(qa, np.swapaxes(ka, -1, -2))
     except ValueError:
         raise ValueError(f"the batch dimensions of q {qa.shape} and k {ka.shape} do not broadcast") from None
+    scores *= factor  # in place: the same values as `scores * factor`, without a second (L, S) array
     if is_causal:
         mask = causal_mask(qa.shape[-2], ka.shape[-2])
     if mask is not None:
         scores = apply_mask(scores, broadcast_mask(mask, scores.shape))
     weights = softmax(scores, axis=-1)
-    # A query with no allowed key: zero weights (softmax alone would give NaN).
-    nothing_allowed = np.isneginf(scores).all(axis=-1, keepdims=True)
-    weights = np.where(nothing_allowed, 0.0, weights).astype(weights.dtype, copy=False)
+    # A query with no allowed key: zero weights (softmax alone would give NaN). Without a mask,
+    # a row of scores is all -inf only if q or k holds an infinity: skip two passes otherwise.
+    if mask is not None or not (np.isfinite(qa).all() and np.isfinite(ka).all()):
+        nothing_allowed = np.isneginf(scores).all(axis=-1, keepdims=True)
+        weights = np.where(nothing_allowed, 0.0, weights).astype(weights.dtype, copy=False)
     return np.matmul(weights, va), weights
 
 

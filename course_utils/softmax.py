@@ -65,13 +65,24 @@ def _apply_where(x: ArrayLike, where: ArrayLike | None) -> tuple[ArrayLike, np.n
     return np.where(w, arr, arr.dtype.type(-np.inf)), w
 
 
+def _shifted(p: _Prepared, shift: np.ndarray, temperature: float, out: np.ndarray | None = None) -> np.ndarray:
+    """``z = (x - c) / T`` in the compute dtype, into `out` if given."""
+    z = np.subtract(p.work, shift, out=out, dtype=shift.dtype)
+    if temperature != 1.0:
+        z /= temperature
+    return z
+
+
 def _shifted_and_log_normalizer(
     p: _Prepared, temperature: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``z = (x - c) / T``, ``log(sum(exp(z)))`` and the shift ``c`` along ``p.axis``.
+    """Return a work buffer, ``log(sum(exp(z)))`` and the shift ``c``, with ``z = (x - c) / T`` along ``p.axis``.
 
     ``c`` is the row maximum where it is finite and 0 elsewhere; the last two
-    results keep the reduced axis with size 1.
+    results keep the reduced axis with size 1. The buffer (the size of the
+    input, in the compute dtype) holds ``exp(z)``; callers that need ``z``
+    recompute it into the buffer with :func:`_shifted`, which gives the same
+    values and costs less than allocating a second array of that size.
 
     The row maximum contributes exactly ``exp(0) = 1`` to the sum. Where the
     other terms, the tail ``s``, add up to 1 or more, ``log(1 + s)`` is as
@@ -87,21 +98,22 @@ def _shifted_and_log_normalizer(
     # Same numerical stability trick as for softmax; a non-finite max is not
     # subtracted (inf - inf would turn a whole row into NaN), see below.
     shift = np.where(finite, row_max, 0).astype(ct)
-    z = np.subtract(p.work, shift, dtype=ct)
-    if temperature != 1.0:
-        z /= temperature
-    total = np.exp(z).sum(axis=p.axis, keepdims=True)  # 1 (the maximum) + the tail
+    buffer = _shifted(p, shift, temperature)
+    np.exp(buffer, out=buffer)
+    total = buffer.sum(axis=p.axis, keepdims=True)  # 1 (the maximum) + the tail
     log_norm = np.log(total)
     small = total < 2  # a tail below 1 lost digits in 1 + tail: redo those rows with log1p
     if small.any():
         rows = np.moveaxis(small, p.axis, -1)[..., 0]
-        few = np.moveaxis(z, p.axis, -1)[rows]  # (k, n): only the rows that need it
+        few = np.moveaxis(p.work, p.axis, -1)[rows] - np.moveaxis(shift, p.axis, -1)[rows]  # (k, n): only those rows
+        if temperature != 1.0:
+            few /= temperature
         tail = np.exp(few)
         np.put_along_axis(tail, np.argmax(few, axis=-1, keepdims=True), 0, axis=-1)
         np.moveaxis(log_norm, p.axis, -1)[rows] = np.log1p(tail.sum(axis=-1, keepdims=True))
     # A row whose max is +inf, -inf or NaN has that max as its log-normalizer, as in torch.
     log_norm = np.where(finite, log_norm, row_max.astype(ct))
-    return z, log_norm, shift
+    return buffer, log_norm, shift
 
 
 def softmax(
@@ -280,10 +292,13 @@ def log_softmax(
     if p.work.size == 0:
         return np.empty(p.shape, p.dtype)
     with np.errstate(invalid="ignore", under="ignore", over="ignore"):
-        z, log_norm, _ = _shifted_and_log_normalizer(p, t)
+        buffer, log_norm, shift = _shifted_and_log_normalizer(p, t)
+        z = _shifted(p, shift, t, out=buffer)
         z -= log_norm
         # A row with a +inf, NaN or only -inf has no finite log-probabilities: all NaN, as in torch.
-        np.copyto(z, np.nan, where=~np.isfinite(log_norm))
+        bad = ~np.isfinite(log_norm)
+        if bad.any():
+            np.copyto(z, np.nan, where=bad)
     return z.reshape(p.shape).astype(p.dtype, copy=False)[()]
 
 
