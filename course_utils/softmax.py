@@ -101,7 +101,8 @@ def _shifted_and_log_normalizer(
     buffer = _shifted(p, shift, temperature)
     np.exp(buffer, out=buffer)
     total = buffer.sum(axis=p.axis, keepdims=True)  # 1 (the maximum) + the tail
-    log_norm = np.log(total)
+    with np.errstate(divide="ignore"):  # a row of all -inf sums to 0; it is handled below
+        log_norm = np.log(total)
     small = total < 2  # a tail below 1 lost digits in 1 + tail: redo those rows with log1p
     if small.any():
         rows = np.moveaxis(small, p.axis, -1)[..., 0]
