@@ -225,7 +225,7 @@ def test_clipping_the_logits_is_caught_on_a_gap_between_large_logits():
         np.clip(z, -50, 50) - np.clip(z, -50, 50).max(-1, keepdims=True)
     ).sum(-1, keepdims=True) - y
     message = ex.evaluate(clipped).message
-    assert "[1000.  995.    0.]" in message and "You clipped the scores at 50" in message
+    assert "[1000.  995.    0.]" in message and "You clipped the scores" in message
 
 
 def test_block_terms_relative_to_the_old_max_overflow_and_are_named():

@@ -320,8 +320,8 @@ def shift_and_clip_advice() -> dict[str, str]:
     }
     for c in CLIP_LIMITS:
         advice[f"clipping the scores to [-{c:g}, {c:g}]"] = (
-            f"You clipped the scores at {c:g}. Clipping changes the gaps between large scores "
-            f"(try [{c + 1000:g}, {c + 995:g}]): subtract each row's maximum instead, which changes no gap."
+            "You clipped the scores (at this limit or another). Clipping changes the gaps between scores "
+            "beyond the limit (try [5000, 4995]): subtract each row's maximum instead, which changes no gap."
         )
     return advice
 
@@ -423,9 +423,10 @@ class FunctionExercise(Exercise):
     early_properties : sequence of Property
         Checked right after the shape, before the check for nan and inf: for
         outputs where nan or inf is not an overflow but a wrong kind of answer.
-    nonfinite_hint : str, optional
+    nonfinite_hint : str or callable, optional
         What to say when the result holds nan or inf where the reference does not
-        (an inf that the reference has too is correct). Give each exercise its
+        (an inf that the reference has too is correct); a callable gets the
+        :class:`Case` and returns the text. Give each exercise its
         own: where the maximum is already subtracted, "subtract the maximum" is
         the wrong advice. Without it, the hint depends on the input: one about
         overflow, or one about fully masked rows where the input holds -inf.
@@ -469,7 +470,7 @@ class FunctionExercise(Exercise):
         solution: str,
         rtol: float = 1e-6,
         atol: float = 1e-9,
-        nonfinite_hint: str | None = None,
+        nonfinite_hint: str | Callable[[Case], str] | None = None,
         variants: Mapping[str, Callable[..., Any]] | None = None,
         probes: Sequence[Case] = (),
         advice: Mapping[str, str] | None = None,
@@ -489,6 +490,8 @@ class FunctionExercise(Exercise):
 
     def _nonfinite_hint(self, case: Case) -> str:
         """The exercise's own hint for a nan or inf, else one chosen by what the input holds."""
+        if callable(self.nonfinite_hint):
+            return self.nonfinite_hint(case)
         if self.nonfinite_hint is not None:
             return self.nonfinite_hint
         masked = any(

@@ -102,6 +102,20 @@ def _q1_variants() -> dict:
     return variants
 
 
+def _q1_nonfinite_hint(case: Case) -> str:
+    m, _, _, scores, _ = case.args
+    if m == -math.inf and np.isneginf(scores).all():
+        return (
+            "When nothing has been allowed yet, not even in this block, the state must stay (-inf, 0.0, 0.0). "
+            "There m_new is -inf, and shifting by it computes exp(-inf - (-inf)) = nan: shift by 0 instead "
+            "when m_new is -inf."
+        )
+    return (
+        "Every exponent must be <= 0: exp(s - m_new) for the block's terms and exp(m - m_new) for the old "
+        "state. An exponent relative to anything else overflows once the scores jump by about 710."
+    )
+
+
 def _running_max(run: Run) -> str | None:
     m, _, _, scores, _ = run.case.args
     expected = max(m, float(np.max(scores)))
@@ -190,11 +204,7 @@ def _q1() -> FunctionExercise:
         # agrees to about 1e-15 relative; rtol=1e-12 leaves room for another order of the sums.
         rtol=1e-12,
         # One correct result is not finite: an empty state (-inf, 0, 0) meeting a fully masked block.
-        nonfinite_hint=(
-            "When nothing has been allowed yet, not even in this block, the state must stay (-inf, 0.0, 0.0). "
-            "There m_new is -inf, and shifting by it computes exp(-inf - (-inf)) = nan: shift by 0 instead "
-            "when m_new is -inf."
-        ),
+        nonfinite_hint=_q1_nonfinite_hint,
     )
 
 
