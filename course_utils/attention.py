@@ -10,6 +10,8 @@ give NaN there instead).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numpy.typing import ArrayLike
 
@@ -136,7 +138,8 @@ def attention_inputs(
         raise TypeError(f"is_causal must be a bool; got {type(is_causal).__name__} {is_causal!r}")
     if is_causal and mask is not None:
         raise ValueError("give either mask or is_causal=True, not both")
-    factor = 1.0 / np.sqrt(qa.shape[-1]) if scale is None else check_positive_finite(scale, "scale")
+    # A Python float, not a NumPy float64 scalar: NumPy 2 would promote float32 scores to float64 with the latter.
+    factor = 1.0 / math.sqrt(qa.shape[-1]) if scale is None else check_positive_finite(scale, "scale")
     return qa, ka, va, factor
 
 
@@ -216,17 +219,20 @@ def scaled_dot_product_attention(
     """
     qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
     try:
-        scores = np.matmul(qa, np.swapaxes(ka, -1, -2)) * factor
+        scores = np.matmul(qa, np.swapaxes(ka, -1, -2))
     except ValueError:
         raise ValueError(f"the batch dimensions of q {qa.shape} and k {ka.shape} do not broadcast") from None
+    scores *= factor  # in place: the same values as `scores * factor`, without a second (L, S) array
     if is_causal:
         mask = causal_mask(qa.shape[-2], ka.shape[-2])
     if mask is not None:
         scores = apply_mask(scores, broadcast_mask(mask, scores.shape))
     weights = softmax(scores, axis=-1)
-    # A query with no allowed key: zero weights (softmax alone would give NaN).
-    nothing_allowed = np.isneginf(scores).all(axis=-1, keepdims=True)
-    weights = np.where(nothing_allowed, 0.0, weights).astype(weights.dtype, copy=False)
+    # A query with no allowed key: zero weights (softmax alone would give NaN). Without a mask,
+    # a row of scores is all -inf only if q or k holds an infinity: skip two passes otherwise.
+    if mask is not None or not (np.isfinite(qa).all() and np.isfinite(ka).all()):
+        nothing_allowed = np.isneginf(scores).all(axis=-1, keepdims=True)
+        weights = np.where(nothing_allowed, 0.0, weights).astype(weights.dtype, copy=False)
     return np.matmul(weights, va), weights
 
 
@@ -305,5 +311,5 @@ def attention_distance(weights: ArrayLike, *, align: str = "upper-left") -> np.n
         raise ValueError(f"weights must have shape (..., L, S); got shape {p.shape}")
     n_q, n_k = p.shape[-2:]
     offset = _causal_offset(n_q, n_k, align)
-    distance = np.abs(np.arange(n_q)[:, None] + offset - np.arange(n_k)[None, :])
+    distance = np.abs(np.arange(n_q)[:, None] + offset - np.arange(n_k)[None, :]).astype(p.dtype)  # int would promote
     return (p * distance).sum(axis=-1)

@@ -51,7 +51,10 @@ def softmax_state(x: ArrayLike, axis: int = -1) -> SoftmaxState:
     -------
     SoftmaxState
         Arrays with `axis` of size 1. An empty block gives ``(-inf, 0)``,
-        the identity of :func:`merge_softmax_states`.
+        the identity of :func:`merge_softmax_states`. The state keeps the
+        dtype of a float32 or float64 block; a float16 block gives a float32
+        state, the one exception to the package's dtype rule: the state is an
+        accumulator, and frameworks accumulate half precision in float32.
 
     Examples
     --------

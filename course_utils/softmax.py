@@ -9,6 +9,12 @@ Conventions shared by every function here, chosen to agree with PyTorch:
   gives NaN from :func:`softmax` and :func:`log_softmax` and ``-inf`` from
   :func:`logsumexp`; a NaN anywhere in a row makes the whole row NaN.
 * Empty input gives empty output; :func:`logsumexp` over an empty axis is ``-inf``.
+* A 0-d input gives a NumPy scalar, as NumPy's and SciPy's functions do
+  (``softmax(1000.0)`` is ``np.float64(1.0)``).
+* ``where=`` (:func:`softmax`, :func:`log_softmax`) keeps the entries where it
+  is True, with the semantics of ``jax.nn.softmax``: a left-out entry gets
+  weight 0 (log-weight ``-inf``), and a row with nothing kept is all zeros
+  (all ``-inf``), not NaN.
 * The input is never modified.
 """
 
@@ -41,18 +47,50 @@ def _prepare(x: ArrayLike, axis: int | None) -> _Prepared:
     return _Prepared(arr.reshape(1) if arr.ndim == 0 else arr, ax, arr.dtype, arr.shape)
 
 
+def _apply_where(x: ArrayLike, where: ArrayLike | None) -> tuple[ArrayLike, np.ndarray | None]:
+    """`x` with the entries `where` leaves out set to -inf, and `where` broadcast to its shape."""
+    if where is None:
+        return x, None
+    arr = as_real_array(x, "x")
+    w = np.asarray(where)
+    if w.dtype != bool:
+        raise TypeError(f"where must be a bool array (True = keep); got dtype {w.dtype}")
+    try:
+        shape = np.broadcast_shapes(w.shape, arr.shape)
+    except ValueError:
+        shape = None
+    if shape != arr.shape:
+        raise ValueError(f"where of shape {w.shape} does not broadcast to the shape of x, {arr.shape}")
+    w = np.broadcast_to(w, arr.shape)
+    return np.where(w, arr, arr.dtype.type(-np.inf)), w
+
+
+def _shifted(p: _Prepared, shift: np.ndarray, temperature: float, out: np.ndarray | None = None) -> np.ndarray:
+    """``z = (x - c) / T`` in the compute dtype, into `out` if given."""
+    z = np.subtract(p.work, shift, out=out, dtype=shift.dtype)
+    if temperature != 1.0:
+        z /= temperature
+    return z
+
+
 def _shifted_and_log_normalizer(
     p: _Prepared, temperature: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Return ``z = (x - c) / T``, ``log(sum(exp(z)))`` and the shift ``c`` along ``p.axis``.
+    """Return a work buffer, ``log(sum(exp(z)))`` and the shift ``c``, with ``z = (x - c) / T`` along ``p.axis``.
 
     ``c`` is the row maximum where it is finite and 0 elsewhere; the last two
-    results keep the reduced axis with size 1.
+    results keep the reduced axis with size 1. The buffer (the size of the
+    input, in the compute dtype) holds ``exp(z)``; callers that need ``z``
+    recompute it into the buffer with :func:`_shifted`, which gives the same
+    values and costs less than allocating a second array of that size.
 
-    The row maximum contributes exactly ``exp(0) = 1`` to the sum, so it is
-    left out and added back with ``log1p``: ``log(1 + s)`` computed as
-    ``log1p(s)`` keeps a tail ``s`` far below machine epsilon, which
-    ``log(1.0 + s)`` would round away (``logsumexp([0, -40])`` is 4.2e-18, not 0).
+    The row maximum contributes exactly ``exp(0) = 1`` to the sum. Where the
+    other terms, the tail ``s``, add up to 1 or more, ``log(1 + s)`` is as
+    accurate as the sum. Where they add up to less, ``1 + s`` has rounded
+    digits of ``s`` away (all of them once ``s`` is below machine epsilon:
+    ``logsumexp([0, -40])`` is 4.2e-18, not 0), so only those rows are
+    summed again with the maximum left out, and ``log1p(s)`` keeps the tail.
+    Rows with a large tail, the usual case, never pay for that second pass.
     """
     ct = compute_dtype(p.dtype)
     row_max = p.work.max(axis=p.axis, keepdims=True)
@@ -60,18 +98,28 @@ def _shifted_and_log_normalizer(
     # Same numerical stability trick as for softmax; a non-finite max is not
     # subtracted (inf - inf would turn a whole row into NaN), see below.
     shift = np.where(finite, row_max, 0).astype(ct)
-    z = np.subtract(p.work, shift, dtype=ct)
-    if temperature != 1.0:
-        z /= temperature
-    tail = np.exp(z)
-    np.put_along_axis(tail, np.argmax(p.work, axis=p.axis, keepdims=True), 0, axis=p.axis)
-    log_norm = np.log1p(tail.sum(axis=p.axis, keepdims=True))
+    buffer = _shifted(p, shift, temperature)
+    np.exp(buffer, out=buffer)
+    total = buffer.sum(axis=p.axis, keepdims=True)  # 1 (the maximum) + the tail
+    with np.errstate(divide="ignore"):  # a row of all -inf sums to 0; it is handled below
+        log_norm = np.log(total)
+    small = total < 2  # a tail below 1 lost digits in 1 + tail: redo those rows with log1p
+    if small.any():
+        rows = np.moveaxis(small, p.axis, -1)[..., 0]
+        few = np.moveaxis(p.work, p.axis, -1)[rows] - np.moveaxis(shift, p.axis, -1)[rows]  # (k, n): only those rows
+        if temperature != 1.0:
+            few /= temperature
+        tail = np.exp(few)
+        np.put_along_axis(tail, np.argmax(few, axis=-1, keepdims=True), 0, axis=-1)
+        np.moveaxis(log_norm, p.axis, -1)[rows] = np.log1p(tail.sum(axis=-1, keepdims=True))
     # A row whose max is +inf, -inf or NaN has that max as its log-normalizer, as in torch.
     log_norm = np.where(finite, log_norm, row_max.astype(ct))
-    return z, log_norm, shift
+    return buffer, log_norm, shift
 
 
-def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) -> np.ndarray:
+def softmax(
+    x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0, where: ArrayLike | None = None
+) -> np.ndarray:
     r"""Numerically stable softmax, :math:`\exp(x_i / T) / \sum_j \exp(x_j / T)`.
 
     Parameters
@@ -83,20 +131,26 @@ def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) ->
     temperature : float, default 1.0
         Finite and > 0. Below 1 sharpens the distribution towards the argmax
         (ties share it equally); above 1 flattens it towards uniform.
+    where : array_like of bool, optional
+        Broadcastable to the shape of `x`; True keeps an entry. Left-out
+        entries get weight exactly 0 and the kept ones sum to 1; a row with
+        nothing kept is all zeros, not NaN (as ``jax.nn.softmax``).
 
     Returns
     -------
-    numpy.ndarray
+    numpy.ndarray or numpy scalar
         Probabilities with the shape of `x`, non-negative and summing to 1
         along `axis`. Float dtypes are kept; other inputs give float64.
+        A 0-d input gives a NumPy scalar (always 1.0, or NaN for NaN/inf).
 
     Raises
     ------
     TypeError
         If `x` is not real (strings, complex, objects), `axis` is not an int
-        or None, or `temperature` is not a real number.
+        or None, `temperature` is not a real number, or `where` is not bool.
     ValueError
-        If `axis` is out of range or `temperature` is not finite and > 0.
+        If `axis` is out of range, `temperature` is not finite and > 0, or
+        `where` does not broadcast to the shape of `x`.
 
     See Also
     --------
@@ -122,8 +176,17 @@ def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) ->
     array([1., 0.])
     >>> softmax([2.0, 5.0, 5.0], temperature=1e-3)  # T -> 0: argmax, ties split
     array([0. , 0.5, 0.5])
+    >>> softmax([[1.0, 0.0, 1.0], [3.0, 4.0, 5.0]], where=[[True, True, False], [False, False, False]]).round(4)
+    array([[0.7311, 0.2689, 0.    ],
+           [0.    , 0.    , 0.    ]])
     """
     t = check_positive_finite(temperature, "temperature")
+    x, keep = _apply_where(x, where)
+    if keep is not None:
+        with np.errstate(invalid="ignore"):
+            out = np.asarray(softmax(x, axis, temperature=t))
+        # Left out: exactly 0. A row with nothing kept gave 0/0 = NaN above: zeros, as in JAX.
+        return np.where(keep, out, out.dtype.type(0))[()]
     p = _prepare(x, axis)
     if p.work.size == 0:
         return np.empty(p.shape, p.dtype)
@@ -133,7 +196,7 @@ def softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) ->
             out /= t
         np.exp(out, out=out)
         out /= out.sum(axis=p.axis, keepdims=True)
-    return out.reshape(p.shape).astype(p.dtype, copy=False)
+    return out.reshape(p.shape).astype(p.dtype, copy=False)[()]
 
 
 def naive_softmax(x: ArrayLike, axis: int | None = -1) -> np.ndarray:
@@ -175,7 +238,9 @@ def naive_softmax(x: ArrayLike, axis: int | None = -1) -> np.ndarray:
     return out.reshape(p.shape)
 
 
-def log_softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0) -> np.ndarray:
+def log_softmax(
+    x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0, where: ArrayLike | None = None
+) -> np.ndarray:
     r"""Log of the softmax, :math:`x_i/T - \log \sum_j \exp(x_j/T)`, accurate in the tails.
 
     Parameters
@@ -186,11 +251,15 @@ def log_softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0
         The axis to normalize over; ``None`` means all elements.
     temperature : float, default 1.0
         Finite and > 0, as in :func:`softmax`.
+    where : array_like of bool, optional
+        As in :func:`softmax`: left-out entries get log-weight ``-inf``, and a
+        row with nothing kept is all ``-inf`` (the log of its zero weights).
 
     Returns
     -------
-    numpy.ndarray
-        Log-probabilities (all <= 0) with the shape of `x`.
+    numpy.ndarray or numpy scalar
+        Log-probabilities (all <= 0) with the shape of `x`; a NumPy scalar
+        for a 0-d input.
 
     Raises
     ------
@@ -212,17 +281,26 @@ def log_softmax(x: ArrayLike, axis: int | None = -1, *, temperature: float = 1.0
     >>> with np.errstate(divide="ignore"):  # what log_softmax avoids: log(0)
     ...     np.log(softmax([0.0, -1000.0]))
     array([  0., -inf])
+    >>> log_softmax([0.0, 5.0], where=[True, False])
+    array([  0., -inf])
     """
     t = check_positive_finite(temperature, "temperature")
+    x, keep = _apply_where(x, where)
+    if keep is not None:
+        out = np.asarray(log_softmax(x, axis, temperature=t))
+        return np.where(keep, out, out.dtype.type(-np.inf))[()]
     p = _prepare(x, axis)
     if p.work.size == 0:
         return np.empty(p.shape, p.dtype)
     with np.errstate(invalid="ignore", under="ignore", over="ignore"):
-        z, log_norm, _ = _shifted_and_log_normalizer(p, t)
+        buffer, log_norm, shift = _shifted_and_log_normalizer(p, t)
+        z = _shifted(p, shift, t, out=buffer)
         z -= log_norm
         # A row with a +inf, NaN or only -inf has no finite log-probabilities: all NaN, as in torch.
-        np.copyto(z, np.nan, where=~np.isfinite(log_norm))
-    return z.reshape(p.shape).astype(p.dtype, copy=False)
+        bad = ~np.isfinite(log_norm)
+        if bad.any():
+            np.copyto(z, np.nan, where=bad)
+    return z.reshape(p.shape).astype(p.dtype, copy=False)[()]
 
 
 def logsumexp(x: ArrayLike, axis: int | None = -1, keepdims: bool = False) -> np.ndarray:

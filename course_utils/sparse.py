@@ -13,6 +13,14 @@ Conventions (as for :mod:`course_utils.softmax`): float dtypes are kept
 (float16 computed in float32); any axis works; the input is never modified;
 positions padded with ``-inf`` get exactly 0 and leave the rest unchanged;
 a row of all ``-inf`` or with a NaN gives NaN.
+
+A fully masked row (all ``-inf``: nothing to attend to) is NaN on purpose, as
+:func:`~course_utils.softmax` and ``torch.softmax`` give for it: the simplex
+has no point that a row of ``-inf`` projects to, and a NaN cannot be mistaken
+for weights. (The ``entmax`` package's sort-based ``sparsemax`` and
+``entmax15`` raise an index error there instead; its ``entmax_bisect`` gives
+NaN.) To give such a row zero weights, as attention does, set them afterwards,
+e.g. ``np.where(np.isneginf(x).all(axis, keepdims=True), 0.0, sparsemax(x, axis))``.
 """
 
 from __future__ import annotations

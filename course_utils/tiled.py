@@ -55,6 +55,7 @@ def tiled_attention(
     is_causal: bool = False,
     block_q: int = 64,
     block_k: int = 64,
+    masked_lse: str = "-inf",
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Attention computed tile by tile, without forming the (L, S) score matrix; returns output and logsumexp.
 
@@ -82,6 +83,15 @@ def tiled_attention(
     block_q, block_k : int, default 64
         Queries and keys per tile, each >= 1. They need not divide L or S:
         the last tile is smaller.
+    masked_lse : {"-inf", "+inf"}, default "-inf"
+        The lse of a row with no allowed key. ``"-inf"``, the log of an
+        empty sum, is right for **merging** partial results: such a part gets
+        weight :math:`e^{-\infty - \operatorname{lse}} = 0`. ``"+inf"`` is
+        right for **recomputing** weights as :math:`P = \exp(S - \operatorname{lse})`:
+        the row's scores are all ``-inf``, and :math:`e^{-\infty - (+\infty)} = 0`
+        where :math:`e^{-\infty - (-\infty)}` would be NaN. FlashAttention
+        stores ``-inf`` when it splits the keys (split-KV, to be merged) and
+        ``+inf`` otherwise (for its backward pass).
 
     Returns
     -------
@@ -90,18 +100,26 @@ def tiled_attention(
         and torch's SDPA (2.13) do.
     lse : numpy.ndarray, shape (..., L)
         The logsumexp of each row of the scaled, masked scores, with the
-        batch shape of the scores; ``-inf`` for a fully masked row.
+        batch shape of the scores; for a fully masked row, `masked_lse`.
+        NaN propagates as in the naive form: a NaN in a query row, or in a
+        key that a row attends to, makes that row's output and lse NaN; rows
+        that may not attend to it are unaffected. (torch's math backend adds
+        the mask, NaN + -inf = NaN, and so turns even those rows NaN.) A NaN
+        in a value reaches the output rows that attend to it; in the naive
+        form also rows with weight exactly 0 for it (0 * NaN = NaN), except
+        that tiles skipped by `is_causal` are never read.
 
     Raises
     ------
     TypeError
         For non-real inputs, a mask that is neither bool nor real, a
         non-bool `is_causal`, a non-real `scale`, or a block size that is
-        not an int.
+        not an int, or a `masked_lse` that is not a str.
     ValueError
         If shapes do not match (naming `q`, `k` or `v`), the mask does not
         broadcast to (..., L, S), both `mask` and `is_causal` are given,
-        `scale` is not finite and > 0, or `block_q` or `block_k` is < 1.
+        `scale` is not finite and > 0, `block_q` or `block_k` is < 1, or
+        `masked_lse` is neither ``"-inf"`` nor ``"+inf"``.
 
     See Also
     --------
@@ -147,8 +165,15 @@ def tiled_attention(
     (True, (5,))
     >>> tiled_attention(q[:1], k, v, mask=np.zeros((1, 7), bool))  # nothing allowed: zeros and -inf
     (array([[0., 0., 0.]]), array([-inf]))
+    >>> tiled_attention(q[:1], k, v, mask=np.zeros((1, 7), bool), masked_lse="+inf")[1]  # for P = exp(S - lse)
+    array([inf])
     """
     bq, bk = check_int(block_q, "block_q", 1), check_int(block_k, "block_k", 1)
+    if not isinstance(masked_lse, str):
+        raise TypeError(f"masked_lse must be the str '-inf' or '+inf'; got {type(masked_lse).__name__} {masked_lse!r}")
+    if masked_lse not in ("-inf", "+inf"):
+        raise ValueError(f"masked_lse must be '-inf' (for merging) or '+inf' (for recomputing P); got {masked_lse!r}")
+    empty_lse = -np.inf if masked_lse == "-inf" else np.inf
     # The same checks, in the same words, as scaled_dot_product_attention.
     qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
     try:
@@ -187,9 +212,10 @@ def tiled_attention(
                 elif m_arr is not None:
                     s = apply_mask(s, m_arr[..., i0:i1, j0:j1])
                 m, l, acc = _update_block(m, l, acc, s, vw[..., j0:j1, :])
-            # A row with no allowed key has l = 0: output 0 (as SDPA) and lse = log 0 = -inf.
-            seen = l > 0
+            # A row with no allowed key has l = 0: output 0 (as SDPA) and lse = masked_lse.
+            # `l != 0`, not `l > 0`: a NaN l (a NaN score in the row) must give NaN, as the naive form does.
+            seen = l != 0
             out[..., i0:i1, :] = np.where(seen[..., None], acc / np.where(seen, l, 1.0)[..., None], 0.0)
-            lse[..., i0:i1] = np.where(seen, m + np.log(l), -np.inf)
+            lse[..., i0:i1] = np.where(seen, m + np.log(l), empty_lse)
     result_dtype = np.result_type(qa, ka, va)
     return out.astype(result_dtype, copy=False), lse.astype(result_dtype, copy=False)

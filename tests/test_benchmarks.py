@@ -35,3 +35,11 @@ def test_notebook_timing_reports_each_notebook_and_the_total(tmp_path: Path):
     assert 0 < seconds["tiny.ipynb"] < 120
     text = markdown([], {}, seconds)
     assert "| tiny.ipynb |" in text and "| **all** |" in text
+
+
+def test_target_samples_are_ratios_of_interleaved_cpu_time_medians():
+    from benchmarks.targets import samples
+
+    slow, fast = lambda: sum(range(20000)), lambda: sum(range(200))  # noqa: E731
+    ratios = samples(slow, fast, repeats=5, runs=2)
+    assert len(ratios) == 2 and all(r > 1 for r in ratios)

@@ -258,7 +258,7 @@ def test_the_shown_solution_of_exercise_1_passes_its_checker_even_for_an_empty_s
 
     q1 = exercises.load("07").q1
     assert any(math.isinf(c.args[0]) and np.isneginf(c.args[3]).all() for c in q1.cases)
-    assert q1.check(_solution_function(q1, "update")) is True
+    assert q1.check(_solution_function(q1, "update")).passed is True
     assert q1.reference(-math.inf, 0.0, 0.0, np.full(2, -np.inf), np.ones(2)) == (-math.inf, 0.0, 0.0)
 
 
@@ -266,7 +266,7 @@ def test_exercise_1_explains_the_nan_of_an_empty_state_meeting_a_masked_block(ca
     from course_utils import exercises
 
     q1 = exercises.load("07").q1
-    assert q1.check(q1.wrong_answers["shifting by m_new = -inf when nothing is allowed yet"]) is False
+    assert q1.check(q1.wrong_answers["shifting by m_new = -inf when nothing is allowed yet"]).status == "incorrect"
     out = capsys.readouterr().out
     assert "(-inf, 0.0, 0.0)" in out and "shift by 0" in out
 
@@ -275,5 +275,5 @@ def test_exercise_1_explains_the_nan_of_an_empty_state_meeting_a_masked_block(ca
 def test_exercise_3_explains_two_near_misses(answer, phrase, capsys):
     from course_utils import exercises
 
-    assert exercises.load("07").q3.check(answer) is False
+    assert exercises.load("07").q3.check(answer).status == "incorrect"
     assert phrase in capsys.readouterr().out

@@ -28,12 +28,18 @@ __all__ = [
     "FunctionExercise",
     "Property",
     "Run",
+    "CLIP_LIMITS",
+    "ROW_SHIFTS",
     "ValueExercise",
     "Verdict",
     "describe",
+    "generic_variants",
+    "clip_variants",
     "non_negative",
     "starter",
+    "shift_and_clip_advice",
     "shift_invariant",
+    "shift_variants",
     "sums_to_one",
 ]
 
@@ -51,17 +57,36 @@ class Verdict:
     def passed(self) -> bool:
         return self.status == "correct"
 
+    def __bool__(self) -> bool:
+        return self.passed
 
-def describe(value: Any) -> str:
+    def __eq__(self, other: object) -> bool:
+        # ``ex.q1.check(f) == True`` keeps working, as when ``check`` returned a bool.
+        if isinstance(other, (bool, np.bool_)):
+            return self.passed == bool(other)
+        if isinstance(other, Verdict):
+            return (self.status, self.message) == (other.status, other.message)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.status, self.message))
+
+    def _ipython_display_(self) -> None:
+        """Show nothing: ``check`` has printed the message, and a check cell shows only that."""
+
+
+def describe(value: Any, precision: int = 4) -> str:
     """A short, readable rendering of an input for feedback messages.
 
     Examples
     --------
     >>> describe(np.array([1.0, 0.5]))
     '[1.  0.5]'
+    >>> describe(np.array([0.1234567]), precision=6)
+    '[0.123457]'
     """
     if isinstance(value, np.ndarray) and value.ndim:
-        return np.array2string(value, precision=4, threshold=12, separator=" ").replace("\n", "")
+        return np.array2string(value, precision=precision, threshold=12, separator=" ").replace("\n", "")
     if isinstance(value, (np.ndarray, np.generic)):  # a NumPy scalar: show the number, not np.float64(...)
         return repr(value.item())
     return repr(value)
@@ -171,6 +196,136 @@ def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
     return _as_numbers(out, f"on input {case.describe()} your function returned")
 
 
+def _distinct_renderings(out: np.ndarray, expected: np.ndarray) -> tuple[str, str]:
+    """`out` and `expected` printed with 4 decimals, or with as many more as it takes to tell them apart."""
+    for digits in range(4, 18):
+        shown = describe(np.round(out, digits), digits), describe(np.round(expected, digits), digits)
+        if shown[0] != shown[1]:
+            return shown
+    return describe(out, 17), describe(expected, 17)
+
+
+def _agree(out: np.ndarray, expected: np.ndarray, rtol: float, atol: float) -> bool:
+    """The checker's comparison: same shape, the same non-finite entries, the rest within the tolerances."""
+    if out.shape != expected.shape:
+        return False
+    same = (out == expected) | (np.isnan(out) & np.isnan(expected))
+    if (~np.isfinite(out) & ~same).any() or (~np.isfinite(expected) & ~same).any():
+        return False
+    with np.errstate(invalid="ignore"):
+        return bool(np.all(same | np.isclose(out, expected, rtol=rtol, atol=atol)))
+
+
+def _map_float_inputs(case: Case, change: Callable[[np.ndarray], np.ndarray]) -> Case:
+    """`case` with `change` applied to every float argument (arrays and Python floats), nothing else."""
+
+    def one(value: Any) -> Any:
+        if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            return change(value)
+        if isinstance(value, float):
+            return float(change(np.array(value)))
+        return value
+
+    return Case(tuple(one(a) for a in case.args), {k: one(v) for k, v in case.kwargs.items()})
+
+
+def _perturbed_entry(out: np.ndarray, index: int, rtol: float, atol: float) -> np.ndarray:
+    """`out` with one finite entry (the first if `index` is 0, else the last) moved by 10 times the tolerance."""
+    out = np.array(out, dtype=np.float64)
+    finite = np.flatnonzero(np.isfinite(out))
+    if not finite.size:
+        return np.zeros_like(out)
+    i = finite[index]
+    out.flat[i] += 10 * (atol + rtol * abs(out.flat[i])) + 1e-300
+    return out
+
+
+def generic_variants(exercise: "FunctionExercise") -> dict[str, Callable[..., Any]]:
+    """Wrong answers built from any function exercise's reference.
+
+    They stand for mistakes of every kind of exercise: rounding, computing in
+    half precision, clipping the inputs, one wrong entry at either end. The
+    course's tests require the checker to reject each one that differs from
+    the reference by more than the tolerance on some case or probe.
+    """
+    ref, rtol, atol = exercise.reference, exercise.rtol, exercise.atol
+
+    def on(case_change: Callable[[np.ndarray], np.ndarray]) -> Callable[..., Any]:
+        def variant(*args: Any, **kwargs: Any) -> np.ndarray:
+            changed = _map_float_inputs(Case(args, kwargs), case_change)
+            return np.asarray(ref(*changed.args, **changed.kwargs), dtype=np.float64)
+
+        return variant
+
+    def rounded(*args: Any, **kwargs: Any) -> np.ndarray:
+        return np.round(np.asarray(ref(*args, **kwargs), dtype=np.float64), 4)
+
+    def first_wrong(*args: Any, **kwargs: Any) -> np.ndarray:
+        return _perturbed_entry(np.asarray(ref(*args, **kwargs), dtype=np.float64), 0, rtol, atol)
+
+    def last_wrong(*args: Any, **kwargs: Any) -> np.ndarray:
+        return _perturbed_entry(np.asarray(ref(*args, **kwargs), dtype=np.float64), -1, rtol, atol)
+
+    return {
+        "rounding the result to 4 decimals": rounded,
+        "computing in float16": on(lambda a: a.astype(np.float16)),
+        "clipping every input to [-50, 50]": on(lambda a: np.clip(a, -50.0, 50.0)),
+        "a wrong first entry": first_wrong,
+        "a wrong last entry": last_wrong,
+    }
+
+
+#: What a "stable" softmax might subtract from a row instead of that row's own maximum,
+#: each with the smallest input on which it fails.
+ROW_SHIFTS: dict[str, tuple[Callable[[np.ndarray], Any], str]] = {
+    "the row mean": (lambda z: np.mean(z, axis=-1, keepdims=True), "[2000, 0]"),
+    "the row median": (lambda z: np.median(z, axis=-1, keepdims=True), "[0, 1000, 2000]"),
+    "the row's first entry": (lambda z: z[..., :1], "[0, 2000]"),
+    "the row minimum": (lambda z: np.min(z, axis=-1, keepdims=True), "[2000, 0]"),
+    "one maximum for the whole batch": (lambda z: np.max(z), "[[1000, 999], [0, -1]]"),
+    "the maximum along the first axis": (lambda z: np.max(z, axis=0, keepdims=True), "[[1000, 999], [0, -1]]"),
+    "nothing (the textbook formula)": (lambda z: 0.0, "[1000, 0]"),
+    "a constant 1000": (lambda z: 1000.0, "[[1000, 999], [0, -1]]"),
+}
+
+#: Where a learner might clip the scores instead of shifting them (float32's exp overflows above 88.7).
+CLIP_LIMITS = (50.0, 88.0, 700.0)
+
+
+def _shift_label(name: str) -> str:
+    return f"shifting by {name} instead of each row's own maximum"
+
+
+def shift_variants(make: Callable[[Callable[[np.ndarray], Any]], Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """One wrong answer per entry of :data:`ROW_SHIFTS`: ``make(shift)`` builds it from the shift it uses.
+
+    Labels read "shifting by the row mean instead of each row's own maximum".
+    """
+    return {_shift_label(name): make(shift) for name, (shift, _) in ROW_SHIFTS.items()}
+
+
+def clip_variants(make: Callable[[Callable[[np.ndarray], np.ndarray]], Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
+    """One wrong answer per limit in :data:`CLIP_LIMITS`: ``make(clip)`` builds it from the clipping it applies."""
+    return {f"clipping the scores to [-{c:g}, {c:g}]": make(lambda z, c=c: np.clip(z, -c, c)) for c in CLIP_LIMITS}
+
+
+def shift_and_clip_advice() -> dict[str, str]:
+    """Feedback for each shift and clip variant, naming the mistake and an input that exposes it."""
+    advice = {
+        _shift_label(name): (
+            f"You shifted by {name}. Only each row's own maximum makes every exponent <= 0 and the largest "
+            f"term exactly 1: try your function on {example}."
+        )
+        for name, (_, example) in ROW_SHIFTS.items()
+    }
+    for c in CLIP_LIMITS:
+        advice[f"clipping the scores to [-{c:g}, {c:g}]"] = (
+            "You clipped the scores (at this limit or another). Clipping changes the gaps between scores "
+            "beyond the limit (try [5000, 4995]): subtract each row's maximum instead, which changes no gap."
+        )
+    return advice
+
+
 def starter(*args: Any, **kwargs: Any) -> Any:
     """The stub a function exercise ships with: it raises ``NotImplementedError`` ("not attempted")."""
     raise NotImplementedError
@@ -203,6 +358,7 @@ class Exercise:
         self._hints = tuple(hints)
         self._solution = solution
         self._hints_shown = 0
+        self.last_verdict: Verdict | None = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.lesson}.{self.name}: {self.title}>"
@@ -210,14 +366,21 @@ class Exercise:
     def evaluate(self, answer: Any) -> Verdict:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def check(self, answer: Any) -> bool:
-        """Check `answer`, print feedback, and return True if it is correct."""
+    def check(self, answer: Any) -> Verdict:
+        """Check `answer` and print the feedback.
+
+        Returns the :class:`Verdict`, which is truthy when the answer is correct
+        (``if ex.q1.check(f): ...`` and ``ex.q1.check(f) == True`` work) and
+        which a notebook does not echo: a check cell shows the message only.
+        The same verdict is kept in ``last_verdict``.
+        """
         try:
             verdict = self.evaluate(answer)
         except Exception as exc:  # never show a course_utils traceback to a learner
             verdict = Verdict("incorrect", f"✗ The checker could not use your answer ({type(exc).__name__}: {exc}).")
         print(verdict.message)
-        return verdict.passed
+        self.last_verdict = verdict
+        return verdict
 
     def hint(self) -> None:
         """Print the next hint; each call reveals one more."""
@@ -235,6 +398,17 @@ class Exercise:
         print(f"Solution to {self.lesson}.{self.name} ({self.title}):\n\n{self._solution.strip()}")
 
 
+_DEFAULT_NONFINITE = (
+    "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
+    "subtract each row's own maximum first."
+)
+_MASKED_NONFINITE = (
+    "This input holds -inf (masked positions). A row whose entries are all -inf has maximum -inf, and "
+    "x - max computes -inf - (-inf) = nan; its exponentials are all 0, so normalizing divides 0 by 0. "
+    "Handle such a row on its own (e.g. shift by 0 where the maximum is -inf, and give it zeros)."
+)
+
+
 class FunctionExercise(Exercise):
     """An exercise whose answer is a function, tested on several inputs.
 
@@ -249,13 +423,33 @@ class FunctionExercise(Exercise):
     early_properties : sequence of Property
         Checked right after the shape, before the check for nan and inf: for
         outputs where nan or inf is not an overflow but a wrong kind of answer.
-    nonfinite_hint : str
+    nonfinite_hint : str or callable, optional
         What to say when the result holds nan or inf where the reference does not
-        (an inf that the reference has too is correct).
+        (an inf that the reference has too is correct); a callable gets the
+        :class:`Case` and returns the text. Give each exercise its
+        own: where the maximum is already subtracted, "subtract the maximum" is
+        the wrong advice. Without it, the hint depends on the input: one about
+        overflow, or one about fully masked rows where the input holds -inf.
     starter : callable
         The stub the notebook ships (it raises ``NotImplementedError``).
     rtol, atol : float
-        Tolerances of the final comparison with the reference.
+        Tolerances of the final comparison with the reference. Choose them on
+        purpose and say why next to the exercise: what error can a correct
+        answer, computed in float32 or in another order, have?
+    variants : mapping of str to callable
+        Generated wrong answers: the family of plausible mistakes, labelled
+        ("shifting by the row mean instead of the row max"). Unlike the
+        hand-picked `wrong_answers`, they are usually made by a loop over the
+        ways to get one step wrong. The course's tests require that each is
+        rejected, and that each is wrong on some case or probe.
+    probes : sequence of Case
+        Adversarial inputs the checker does not run but its tests do: a
+        variant or generic wrong answer that differs from the reference on a
+        probe must still be rejected, so the `cases` must catch it.
+    advice : mapping of str to str
+        What to tell a learner whose answer behaves exactly like the wrong
+        answer or variant of that label, on every case ("you shifted by the
+        mean; try [2000, 0]").
     """
 
     kind = "function"
@@ -276,10 +470,10 @@ class FunctionExercise(Exercise):
         solution: str,
         rtol: float = 1e-6,
         atol: float = 1e-9,
-        nonfinite_hint: str = (
-            "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
-            "subtract each row's own maximum first."
-        ),
+        nonfinite_hint: str | Callable[[Case], str] | None = None,
+        variants: Mapping[str, Callable[..., Any]] | None = None,
+        probes: Sequence[Case] = (),
+        advice: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             lesson, name, title, reference=reference, wrong_answers=wrong_answers, hints=hints, solution=solution
@@ -290,6 +484,55 @@ class FunctionExercise(Exercise):
         self.starter = starter
         self.rtol, self.atol = rtol, atol
         self.nonfinite_hint = nonfinite_hint
+        self.variants = dict(variants or {})
+        self.probes = tuple(probes)
+        self.advice = dict(advice or {})
+
+    def _nonfinite_hint(self, case: Case) -> str:
+        """The exercise's own hint for a nan or inf, else one chosen by what the input holds."""
+        if callable(self.nonfinite_hint):
+            return self.nonfinite_hint(case)
+        if self.nonfinite_hint is not None:
+            return self.nonfinite_hint
+        masked = any(
+            isinstance(a, np.ndarray) and a.dtype.kind == "f" and np.isneginf(a).any()
+            for a in (*case.args, *case.kwargs.values())
+        )
+        return _MASKED_NONFINITE if masked else _DEFAULT_NONFINITE
+
+    def known_mistakes(self) -> dict[str, Callable[..., Any]]:
+        """Every labelled wrong answer: the hand-picked ones, the generated variants and the generic ones."""
+        return {**self.wrong_answers, **self.variants, **generic_variants(self)}
+
+    def agrees_with_reference(self, answer: Callable[..., Any], case: Case) -> bool:
+        """Whether `answer` gives the reference's result on `case`, as the checker compares them."""
+        try:
+            out = _call_safely(answer, case)
+        except (_Failed, _NotAttempted):
+            return False
+        expected = np.asarray(self.reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs))), dtype=np.float64)
+        return _agree(out, expected, self.rtol, self.atol)
+
+    def _outputs(self, answer: Callable[..., Any]) -> list[np.ndarray | None]:
+        outputs: list[np.ndarray | None] = []
+        for case in self.cases:
+            try:
+                outputs.append(_call_safely(answer, case))
+            except (_Failed, _NotAttempted):
+                outputs.append(None)
+        return outputs
+
+    def diagnose(self, answer: Callable[..., Any]) -> str | None:
+        """The label of the first known mistake that `answer` reproduces on every case, or None."""
+        mine = self._outputs(answer)
+        for label, wrong in self.known_mistakes().items():
+            theirs = self._outputs(wrong)
+            if all(
+                (a is None and b is None) or (a is not None and b is not None and _agree(a, b, self.rtol, self.atol))
+                for a, b in zip(mine, theirs)
+            ):
+                return label
+        return None
 
     def evaluate(self, answer: Any) -> Verdict:
         """Return the verdict on `answer` without printing anything."""
@@ -304,7 +547,13 @@ class FunctionExercise(Exercise):
                 "○ Not attempted yet: replace `raise NotImplementedError` with your code, then run the check again.",
             )
         except _Failed as failure:
-            return Verdict("incorrect", f"✗ Not yet: {failure}")
+            message = f"✗ Not yet: {failure}"
+            label = self.diagnose(answer)
+            if label is not None:
+                message += f"\nThis is exactly what {label} gives."
+                if label in self.advice:
+                    message += f" {self.advice[label]}"
+            return Verdict("incorrect", message)
         return Verdict("correct", f"✓ Correct! Your function passed all {len(self.cases)} test inputs.")
 
     def _check_case(self, answer: Callable[..., Any], case: Case) -> None:
@@ -317,8 +566,9 @@ class FunctionExercise(Exercise):
             problem = prop(run)
             if problem:
                 raise _Failed(f"on input {case.describe()} the result {problem}")
-        if (~np.isfinite(out) & (out != expected)).any():  # an inf the reference also has is right
-            raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self.nonfinite_hint}")
+        same = (out == expected) | (np.isnan(out) & np.isnan(expected))
+        if (~np.isfinite(out) & ~same).any():  # an inf (or nan) the reference also has is right
+            raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self._nonfinite_hint(case)}")
         with np.errstate(invalid="ignore"):
             diff = np.where(out == expected, 0.0, np.abs(out - expected))
         max_diff = float(diff.max()) if out.size else 0.0
@@ -326,10 +576,11 @@ class FunctionExercise(Exercise):
             problem = prop(run)
             if problem:
                 raise _Failed(f"on input {case.describe()} the result {problem} (max abs diff from the reference {max_diff:.2g})")
-        if not np.allclose(out, expected, rtol=self.rtol, atol=self.atol):
+        if not _agree(out, expected, self.rtol, self.atol):
+            shown, wanted = _distinct_renderings(out, expected)
             raise _Failed(
-                f"on input {case.describe()} the result {describe(np.round(out, 4))} differs from the "
-                f"expected {describe(np.round(expected, 4))} (max abs diff {max_diff:.2g})"
+                f"on input {case.describe()} the result {shown} differs from the "
+                f"expected {wanted} (max abs diff {max_diff:.2g})"
             )
 
 

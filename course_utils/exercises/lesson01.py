@@ -9,8 +9,11 @@ from .core import (
     Case,
     Exercise,
     FunctionExercise,
+    clip_variants,
     non_negative,
+    shift_and_clip_advice,
     shift_invariant,
+    shift_variants,
     starter,
     sums_to_one,
     ValueExercise,
@@ -55,17 +58,55 @@ def _q1_in_place(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def _q1_shifted_by(shift):
+    def wrong(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        e = np.exp(x - shift(x))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return wrong
+
+
+def _q1_clipped(clip):
+    def wrong(x: np.ndarray) -> np.ndarray:
+        return softmax(clip(np.asarray(x)), axis=-1)
+
+    return wrong
+
+
 _Q1_SOLUTION = """
 ```python
 def stable_softmax(x):
-    x = np.asarray(x, dtype=float)
-    shifted = x - x.max(axis=-1, keepdims=True)   # largest exponent is now e^0 = 1
+    x = np.asarray(x)
+    if x.dtype.kind != "f":                        # ints and lists become float64;
+        x = x.astype(np.float64)                   # float32 stays float32
+    shifted = x - x.max(axis=-1, keepdims=True)    # largest exponent is now e^0 = 1
     e = np.exp(shifted)
     return e / e.sum(axis=-1, keepdims=True)
 ```
 `keepdims=True` keeps the reduced axis with size 1, so a (2, 3) input minus its
-(2, 1) row maxima broadcasts row by row.
+(2, 1) row maxima broadcasts row by row. Each row subtracts *its own* maximum:
+the mean, the first entry or one maximum for the whole batch all overflow on
+some input, e.g. [2000, 0], [0, 2000] or [[1000, 999], [0, -1]].
 """
+
+_OVERFLOW_HINT = (
+    "exp() of a large score overflows to inf, and a row whose exponentials all underflow gives 0/0: "
+    "subtract each row's own maximum first."
+)
+
+#: The inputs every softmax exercise of this lesson is tried on, beyond its cases: large scores
+#: in each position, gaps of thousands from the mean, rows at very different scales, float32.
+_ROW_PROBES = [
+    np.array([0.0, 2000.0]),
+    np.array([2000.0, 0.0, 0.0]),
+    np.array([0.0, 1000.0, 2000.0]),
+    np.array([5000.0, 0.0, -5000.0]),
+    np.array([[-2000.0, -2001.0], [2000.0, 1999.0]]),
+    np.array([[90.0, 0.0], [0.0, 90.0]], dtype=np.float32),
+    np.array([[3.0], [1000.0]]),
+    np.array([[[1.0, 2.0], [1500.0, 0.0]], [[0.0, -1500.0], [7.0, 7.0]]]),
+]
 
 
 def _q1() -> FunctionExercise:
@@ -80,10 +121,22 @@ def _q1() -> FunctionExercise:
             Case((np.array([10.0, 0.0, -5.0]),)),
             Case((np.array([[2.0, 4.0, 4.0], [2.0, 2.0, 3.0]]),)),
             Case((np.array([1000.0, 999.0, -1000.0]),)),
-            Case((np.array([[1.0, 2.0], [3.0, 5.0], [0.0, -1.0]]),)),
-            Case((np.array([[1000.0, 999.0], [0.0, -1.0]]),)),
+            Case((np.array([2000.0, 0.0]),)),  # the mean, the median or the minimum overflows
+            Case((np.array([0.0, 0.0, 2000.0]),)),  # the first entry overflows
+            Case((np.array([[1000.0, 999.0], [0.0, -1.0]]),)),  # one max for the batch: 0/0 in row 2
+            # Rows at very different scales: tiny gaps, gaps of thousands from the mean, all far below 0.
+            Case((np.array([[1e-3, 0.0, 0.0], [3000.0, 0.0, -3000.0], [-2000.0, -2001.5, -2003.0]]),)),
+            Case((np.array([[100.0, 0.0, -1.0], [1.0, 2.0, 3.0]], dtype=np.float32),)),  # float32's exp overflows at 88.7
         ],
+        # Tolerances: the reference computes in the input's dtype. A correct float64 answer differs
+        # from it by a few units in the last place (1e-16 relative); a correct answer computed in
+        # float32, or in float64 on the float32 case, by a few float32 units (6e-8 relative each),
+        # hence rtol=1e-6. atol=1e-9 lets an entry like e^-2000 be 0 in one computation and a
+        # denormal in the other. Every wrong variant below misses by far more (or gives nan).
+        rtol=1e-6,
+        atol=1e-9,
         properties=[non_negative, sums_to_one, shift_invariant],
+        nonfinite_hint=_OVERFLOW_HINT,
         wrong_answers={
             "the textbook formula, which overflows": _q1_unstable,
             "a max without keepdims": _q1_no_keepdims,
@@ -92,6 +145,9 @@ def _q1() -> FunctionExercise:
             "plain normalization x / sum(x)": _q1_plain_normalization,
             "modifying the input in place": _q1_in_place,
         },
+        variants={**shift_variants(_q1_shifted_by), **clip_variants(_q1_clipped)},
+        probes=[Case((x,)) for x in _ROW_PROBES],
+        advice=shift_and_clip_advice(),
         hints=[
             "Softmax does not change if you subtract the same number from every score in a row.",
             "Subtract each row's maximum: `x - x.max(axis=-1, keepdims=True)`. Then exponentiate and normalize.",
@@ -165,6 +221,22 @@ def _q3_divide_after(x: np.ndarray, temperature: float) -> np.ndarray:
     return softmax(x, axis=-1) / temperature
 
 
+def _q3_shifted_by(shift):
+    def wrong(x: np.ndarray, temperature: float) -> np.ndarray:
+        z = np.asarray(x) / temperature
+        e = np.exp(z - shift(z))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return wrong
+
+
+def _q3_clipped(clip):
+    def wrong(x: np.ndarray, temperature: float) -> np.ndarray:
+        return softmax(clip(np.asarray(x) / temperature), axis=-1)
+
+    return wrong
+
+
 _Q3_SOLUTION = """
 ```python
 def softmax_with_temperature(x, temperature):
@@ -193,9 +265,16 @@ def _q3() -> FunctionExercise:
             Case((words, 0.5)),
             Case((words, 10.0)),
             Case((row, 0.01)),
+            Case((np.array([0.0, 10.0, -5.0]), 0.01)),  # the largest score is not first
             Case((np.array([[10.0, 9.0], [0.0, -1.0]]), 0.01)),
+            Case((np.array([[1e-3, 0.0, 0.0], [30.0, 0.0, -30.0], [-20.0, -20.015, -20.03]]), 0.01)),
+            Case((np.array([1000.0, 900.0, 0.0]), 100.0)),  # clipping the scores before dividing changes them
         ],
+        # Tolerances as in q1: float64 answers agree to 1e-16 relative, float32 ones to a few 6e-8.
+        rtol=1e-6,
+        atol=1e-9,
         properties=[non_negative, sums_to_one],
+        nonfinite_hint="x / T can be far larger than x: " + _OVERFLOW_HINT,
         wrong_answers={
             "multiplying by T": _q3_times_t,
             "raising the probabilities to 1/T without renormalizing": _q3_power_without_renormalizing,
@@ -203,6 +282,9 @@ def _q3() -> FunctionExercise:
             "one max for the whole batch instead of one per row": _q3_global_max,
             "dividing the probabilities, not the scores": _q3_divide_after,
         },
+        variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped)},
+        probes=[Case((x, t)) for x in _ROW_PROBES for t in (0.01, 1.0, 100.0)],
+        advice=shift_and_clip_advice(),
         hints=[
             "Temperature divides the scores, not the probabilities.",
             "softmax(x / T) is still a softmax: reuse the stable recipe on x / T.",

@@ -152,6 +152,16 @@ def _right_scale(run: Run) -> str | None:
     return None
 
 
+_ROUNDINGS = {"to the nearest integer": round, "down": math.floor, "up": math.ceil}
+
+
+def _q3_rounded(how):
+    def wrong(Q: np.ndarray, K: np.ndarray) -> np.ndarray:
+        return Q @ K.T / how(math.sqrt(Q.shape[-1]))
+
+    return wrong
+
+
 _Q3_SOLUTION = """
 ```python
 def scaled_scores(Q, K):
@@ -179,8 +189,28 @@ def _q3() -> FunctionExercise:
             Case((gen.integers(-3, 4, size=(3, 9)).astype(float), gen.integers(-3, 4, size=(5, 9)).astype(float))),
             Case((gen.standard_normal((1, 16)), gen.standard_normal((2, 16)))),
             Case((gen.standard_normal((4, 64)), gen.standard_normal((6, 64)))),
+            # d_k that are not perfect squares: √8 = 2.83 and √2 = 1.41 round, floor and ceil differently.
+            Case((gen.integers(-3, 4, size=(2, 8)).astype(float), gen.integers(-3, 4, size=(3, 8)).astype(float))),
+            Case((gen.standard_normal((3, 2)), gen.standard_normal((4, 2)))),
         ],
+        probes=[
+            Case((gen.standard_normal((n_q, d)), gen.standard_normal((n_k, d))))
+            for n_q, n_k, d in [(2, 3, 3), (1, 4, 5), (3, 2, 10), (2, 2, 96), (4, 1, 200)]
+        ],
+        variants={f"rounding √d_k {how}": _q3_rounded(fn) for how, fn in _ROUNDINGS.items()},
+        advice={
+            f"rounding √d_k {how}": (
+                "You rounded √d_k. Divide by the exact square root, `np.sqrt(d_k)`: for d_k = 8 it is "
+                f"{math.sqrt(8):.4f}, not 2 or 3. Every d_k in the lesson's experiment was a perfect square; "
+                "most real ones (96, 80, 200) are not."
+            )
+            for how in _ROUNDINGS
+        },
         properties=[_right_scale],
+        nonfinite_hint=(
+            "Finite queries and keys give finite scores: look for a division by zero (is your d_k 0?) "
+            "or a square root of a negative number."
+        ),
         wrong_answers={
             "no scaling": _q3_unscaled,
             "dividing by d_k instead of its square root": _q3_divide_by_d,
@@ -196,7 +226,10 @@ def _q3() -> FunctionExercise:
             "d_k is the length of each vector, `Q.shape[-1]`; divide by its square root, `np.sqrt(d_k)`.",
         ],
         solution=_Q3_SOLUTION,
-        rtol=1e-5,  # float32 answers are fine
+        # Tolerances: a correct float32 answer has a relative error of a few 6e-8 per product, summed over
+        # d_k <= 64 terms: below 1e-5 relative or 1e-6 absolute for scores of size about 1 to 10.
+        # Rounding √d_k is off by 3% or more for the non-square d_k above.
+        rtol=1e-5,
         atol=1e-6,
     )
 

@@ -6,7 +6,16 @@ import numpy as np
 
 from ..gradients import cross_entropy_grad, softmax_backward, softmax_jacobian
 from ..softmax import softmax
-from .core import Case, Exercise, FunctionExercise, starter, ValueExercise
+from .core import (
+    Case,
+    Exercise,
+    FunctionExercise,
+    ValueExercise,
+    clip_variants,
+    shift_and_clip_advice,
+    shift_variants,
+    starter,
+)
 
 
 # --- q1: predict one Jacobian entry ----------------------------------------------
@@ -86,6 +95,12 @@ def _q2() -> FunctionExercise:
             "one sum over the whole batch": _q2_global_sum,
             "subtracting the plain mean of g instead of its p-weighted mean": _q2_plain_mean,
         },
+        nonfinite_hint=(
+            "g and p are finite, so p * (g - <g, p>) is finite: nan or inf comes from a division by p "
+            "(some p are tiny) or a log of p. Only products and one sum are needed."
+        ),
+        # Tolerances (the defaults): products and one sum in float64 agree to about 1e-16 relative;
+        # rtol=1e-6 also admits float32 answers (a few 6e-8 relative).
         hints=[
             "Write (J g)_k = sum_i J_ik g_i with J_ik = p_i (delta_ik - p_k), and split the sum into i = k and the rest.",
             "The result is p_k times (g_k minus the p-weighted average of g).",
@@ -114,6 +129,22 @@ def _q3_logits_minus_targets(logits: np.ndarray, targets: np.ndarray) -> np.ndar
     return logits - targets
 
 
+def _q3_shifted_by(shift):
+    def wrong(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        z = np.asarray(logits)
+        e = np.exp(z - shift(z))
+        return e / e.sum(axis=-1, keepdims=True) - targets
+
+    return wrong
+
+
+def _q3_clipped(clip):
+    def wrong(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+        return softmax(clip(np.asarray(logits)), axis=-1) - targets
+
+    return wrong
+
+
 _Q3_SOLUTION = """
 ```python
 def cross_entropy_gradient(logits, targets):
@@ -137,7 +168,27 @@ def _q3() -> FunctionExercise:
             Case((np.array([0.0, 0.0]), np.array([1.0, 0.0]))),
             Case((np.array([2.0, -1.0, 0.5]), np.array([0.0, 0.0, 1.0]))),
             Case((np.array([[1000.0, 0.0, -5.0], [1.0, 2.0, 3.0]]), np.array([[0.0, 1.0, 0.0], [0.2, 0.3, 0.5]]))),
+            Case((np.array([1000.0, 995.0, 0.0]), np.array([0.0, 1.0, 0.0]))),  # clipping at 50 ties the two
+            Case((np.array([0.0, 2000.0]), np.array([1.0, 0.0]))),  # the mean or the first entry overflows
+            Case((
+                np.array([[1000.0, 999.0, 0.0], [0.0, -1.0, -2.0], [-2000.0, -2001.5, -2003.0]]),
+                np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]),
+            )),  # rows at different scales: one max for the batch gives 0/0
         ],
+        probes=[
+            Case((np.array([2000.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))),
+            Case((np.array([0.0, 1000.0, 2000.0]), np.array([0.0, 1.0, 0.0]))),
+            Case((np.array([[60.0, 55.0], [-60.0, -55.0]]), np.array([[1.0, 0.0], [0.0, 1.0]]))),
+            Case((np.array([[90.0, 0.0], [0.0, 90.0]], dtype=np.float32), np.array([[1.0, 0.0], [0.5, 0.5]]))),
+        ],
+        variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped)},
+        advice=shift_and_clip_advice(),
+        nonfinite_hint=(
+            "exp() overflowed or a row gave 0/0 inside your softmax of the logits: subtract each row's own "
+            "maximum from its logits before exponentiating."
+        ),
+        # Tolerances (the defaults): the gradient is softmax minus targets; a correct float64 answer agrees
+        # to 1e-16 relative, a float32 one to a few 6e-8, within rtol=1e-6 and atol=1e-9.
         wrong_answers={
             "the wrong sign": _q3_wrong_sign,
             "the probabilities alone": _q3_probs_only,

@@ -68,6 +68,54 @@ def _q1_normalized(m, l, acc, scores, values):
     return m_new, l_new, acc_new / l_new  # the output so far, not the accumulator
 
 
+def _q1_relative_to_old_max(m, l, acc, scores, values):
+    # Mathematically right, but exp(s - m) overflows once a new score exceeds the old max by ~710.
+    m_new = max(m, float(np.max(scores)))
+    if m_new == -math.inf:
+        return m_new, l, acc
+    base = m if m > -math.inf else m_new  # nothing seen yet: use the block's own maximum
+    p = np.exp(np.asarray(scores, float) - base)
+    back = math.exp(base - m_new)
+    return m_new, (l * math.exp(m - base) + p.sum()) * back, (acc * math.exp(m - base) + p @ values) * back
+
+
+_FACTORS = {"exp(m - m_new)": lambda m, m_new: math.exp(m - m_new), "exp(m_new - m)": lambda m, m_new: math.exp(min(m_new - m, 709.0)) if m > -math.inf else math.inf, "1": lambda m, m_new: 1.0}
+
+
+def _q1_variants() -> dict:
+    """Every pair of factors for l and acc but the right one, plus the block terms taken relative to the old max."""
+    variants = {}
+    for l_name, l_factor in _FACTORS.items():
+        for a_name, a_factor in _FACTORS.items():
+            if l_name == a_name == "exp(m - m_new)":
+                continue
+
+            def wrong(m, l, acc, scores, values, l_factor=l_factor, a_factor=a_factor):
+                m_new = max(m, float(np.max(scores)))
+                shift = m_new if m_new > -math.inf else 0.0
+                p = np.exp(np.asarray(scores, float) - shift)
+                with np.errstate(all="ignore"):
+                    return m_new, np.float64(l) * l_factor(m, shift) + p.sum(), np.float64(acc) * a_factor(m, shift) + p @ values
+
+            variants[f"rescaling l by {l_name} and acc by {a_name}"] = wrong
+    variants["computing the block's terms relative to the old maximum and rescaling afterwards"] = _q1_relative_to_old_max
+    return variants
+
+
+def _q1_nonfinite_hint(case: Case) -> str:
+    m, _, _, scores, _ = case.args
+    if m == -math.inf and np.isneginf(scores).all():
+        return (
+            "When nothing has been allowed yet, not even in this block, the state must stay (-inf, 0.0, 0.0). "
+            "There m_new is -inf, and shifting by it computes exp(-inf - (-inf)) = nan: shift by 0 instead "
+            "when m_new is -inf."
+        )
+    return (
+        "Every exponent must be <= 0: exp(s - m_new) for the block's terms and exp(m - m_new) for the old "
+        "state. An exponent relative to anything else overflows once the scores jump by about 710."
+    )
+
+
 def _running_max(run: Run) -> str | None:
     m, _, _, scores, _ = run.case.args
     expected = max(m, float(np.max(scores)))
@@ -119,7 +167,23 @@ def _q1() -> FunctionExercise:
             Case((800.0, 2.0, 10.0, np.array([1000.0, 999.0]), np.array([5.0, 7.0]))),
             Case((0.5, 1.0, 4.0, np.array([-math.inf, -math.inf]), np.array([6.0, 9.0]))),
             Case((-math.inf, 0.0, 0.0, np.array([-math.inf, -math.inf]), np.array([6.0, 9.0]))),
+            Case((0.0, 1.0, 2.0, np.array([800.0, 790.0]), np.array([1.0, 2.0]))),  # new scores far above the old max
+            Case((800.0, 2.0, 10.0, np.array([-200.0, 0.0]), np.array([3.0, 4.0]))),  # and far below it
         ],
+        probes=[
+            Case((5.0, 1.0, 1.0, np.array([2000.0, 0.0]), np.array([1.0, -1.0]))),
+            Case((-1000.0, 1.0, 1.0, np.array([1000.0, 0.0]), np.array([2.0, 3.0]))),
+            Case((1000.0, 1.0, 1.0, np.array([-1000.0, 0.0]), np.array([2.0, 3.0]))),
+            Case((3.0, 2.0, 5.0, np.array([3.0, 3.0]), np.array([1.0, 1.0]))),
+        ],
+        variants=_q1_variants(),
+        advice={
+            "computing the block's terms relative to the old maximum and rescaling afterwards": (
+                "You computed exp(s - m) with the old maximum m and rescaled afterwards. That is exact on paper, "
+                "but exp(s - m) overflows as soon as a new score exceeds the old maximum by about 710: compute "
+                "the block's terms relative to m_new, so that every exponent is <= 0. Try m = 0 and scores [800, 790]."
+            ),
+        },
         properties=[_running_max, _normalizer_at_least_one],
         wrong_answers={
             "no rescaling of the old l and acc": _q1_no_rescale,
@@ -136,13 +200,11 @@ def _q1() -> FunctionExercise:
             "If the state is empty and the block fully masked, m_new is -inf and exp(-inf - (-inf)) is nan: shift by 0 instead of m_new in that case, and the state stays (-inf, 0, 0).",
         ],
         solution=_Q1_SOLUTION,
+        # Tolerances: the update is a handful of exps and multiply-adds in float64, so a correct answer
+        # agrees to about 1e-15 relative; rtol=1e-12 leaves room for another order of the sums.
         rtol=1e-12,
         # One correct result is not finite: an empty state (-inf, 0, 0) meeting a fully masked block.
-        nonfinite_hint=(
-            "When nothing has been allowed yet, not even in this block, the state must stay (-inf, 0.0, 0.0). "
-            "There m_new is -inf, and shifting by it computes exp(-inf - (-inf)) = nan: shift by 0 instead "
-            "when m_new is -inf."
-        ),
+        nonfinite_hint=_q1_nonfinite_hint,
     )
 
 
