@@ -26,7 +26,7 @@ from .gradients import cross_entropy_grad, log_softmax_backward, softmax_backwar
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
-from .sparse import entmax15, entmax15_backward, entmax_bisect, sparsemax, sparsemax_backward
+from .sparse import entmax15, entmax15_backward, entmax_alpha_backward, entmax_bisect, sparsemax, sparsemax_backward
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
 from .tiled import tiled_attention
 from .torch_check import CrossCheckError, cross_check
@@ -45,6 +45,7 @@ __all__ = [
     "dot_product_variance",
     "entmax15",
     "entmax15_backward",
+    "entmax_alpha_backward",
     "entmax_bisect",
     "exercises",
     "exp_limits",
