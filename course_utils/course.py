@@ -88,7 +88,7 @@ def read_lesson(path: str | Path) -> Lesson:
 
 def read_course(directory: str | Path) -> dict[str, Lesson]:
     """Every lesson of the notebooks in `directory`, keyed and sorted by lesson number."""
-    lessons = [read_lesson(p) for p in sorted(Path(directory).glob("[0-9][0-9]_*.ipynb"))]
+    lessons = [read_lesson(p) for p in sorted(Path(directory).glob("[0-9][0-9]*_*.ipynb"))]
     return {lesson.lesson: lesson for lesson in lessons}
 
 

@@ -23,12 +23,12 @@ from .core import Exercise, FunctionExercise, ValueExercise, Verdict
 
 __all__ = ["LESSONS", "Exercise", "FunctionExercise", "ValueExercise", "Verdict", "all_exercises", "load"]
 
-#: Lessons that have exercises ("01", ...), mapped to their module (lesson01, ...): every
-#: module named lessonNN in this package defines ``exercises()`` for lesson NN.
+#: Lessons that have exercises ("01", "05b", ...), mapped to their module (lesson01, lesson05b, ...):
+#: every module named lessonNN or lessonNNx in this package defines ``exercises()`` for that lesson.
 LESSONS: dict[str, str] = {
     match.group(1): info.name
     for info in pkgutil.iter_modules(__path__)
-    if (match := re.fullmatch(r"lesson(\d\d)", info.name))
+    if (match := re.fullmatch(r"lesson(\d\d[a-z]?)", info.name))
 }
 
 
@@ -38,7 +38,7 @@ def load(lesson: str) -> SimpleNamespace:
     Parameters
     ----------
     lesson : str
-        The two-digit lesson number, e.g. ``"01"``.
+        The lesson number, e.g. ``"01"``, or ``"05b"`` for the second part of a split lesson.
 
     Raises
     ------
