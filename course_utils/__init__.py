@@ -28,7 +28,7 @@ from .gradients import attention_backward, cross_entropy_grad, log_softmax_backw
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
 from .plotting import COLORMAP, PALETTE, use_course_style
 from .reproducibility import setup
-from .sparse import entmax15, entmax15_backward, entmax_bisect, sparsemax, sparsemax_backward
+from .sparse import entmax15, entmax15_backward, entmax_alpha_backward, entmax_bisect, sparsemax, sparsemax_backward
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
 from .tiled import tiled_attention
 from .torch_check import CrossCheckError, cross_check
@@ -60,6 +60,7 @@ __all__ = [
     "dot_product_variance",
     "entmax15",
     "entmax15_backward",
+    "entmax_alpha_backward",
     "entmax_bisect",
     "exercises",
     "exp_limits",

@@ -299,3 +299,66 @@ def entmax15_backward(grad_output: ArrayLike, probs: ArrayLike, axis: int = -1) 
     s = np.sqrt(np.maximum(p, 0))
     weighted = s * g
     return weighted - weighted.sum(axis=ax, keepdims=True) / s.sum(axis=ax, keepdims=True) * s
+
+
+def entmax_alpha_backward(grad_output: ArrayLike, probs: ArrayLike, alpha: float, axis: int = -1) -> np.ndarray:
+    r"""The gradient through α-entmax with respect to α itself, one number per row.
+
+    Differentiating :math:`p_i = [(\alpha - 1) x_i - \tau]_+^{1/(\alpha - 1)}`, with
+    :math:`\tau(\alpha)` fixed by :math:`\sum_i p_i = 1`, gives (Correia, Niculae & Martins
+    2019, *Adaptively Sparse Transformers*, arXiv:1909.00015, Proposition 1)
+
+    .. math::
+        \frac{\partial p_i}{\partial \alpha}
+        = \frac{p_i - \tilde s_i}{(\alpha - 1)^2}
+        - \frac{p_i \ln p_i - \tilde s_i \sum_j p_j \ln p_j}{\alpha - 1},
+        \qquad \tilde s = \frac{p^{2 - \alpha}}{\sum_j p_j^{2 - \alpha}} \text{ on the support},
+
+    and the row's gradient is :math:`\sum_i g_i\, \partial p_i / \partial \alpha`. A
+    learnable α shared by many rows (one per attention head) gets the sum over those rows.
+
+    Parameters
+    ----------
+    grad_output : array_like
+        The gradient with respect to the entmax output.
+    probs : array_like
+        The α-entmax output (e.g. from :func:`entmax_bisect`), same shape.
+    alpha : float
+        The α that produced `probs`; must be > 1 (at α = 1 the formula is a 0/0 limit).
+    axis : int, default -1
+        The axis along which `probs` sums to 1.
+
+    Returns
+    -------
+    numpy.ndarray
+        The gradient with respect to α of each row: the shape of `probs` without `axis`.
+
+    Raises
+    ------
+    TypeError, ValueError
+        For non-real inputs, shapes that differ, a bad axis, or alpha not > 1.
+
+    Examples
+    --------
+    With α = 2 (sparsemax), :math:`\tilde s` is uniform on the support: for
+    p = [0.75, 0.25], raising α moves weight to the first key.
+
+    >>> p = entmax_bisect([0.5, 0.0], alpha=2.0)
+    >>> round(float(entmax_alpha_backward([1.0, 0.0], p, alpha=2.0)), 4)
+    0.1846
+    """
+    a, _ = _check_alpha_and_iterations(alpha, 1)
+    if a == 1.0:
+        raise ValueError("alpha must be > 1 for its gradient (at alpha = 1 the formula is a 0/0 limit)")
+    g, p, ax = as_same_shape_pair(grad_output, probs, ("grad_output", "probs"), axis)
+    positive = p > 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 ln 0 and 0^(2 - α) are 0 off the support
+        p_log_p = np.where(positive, p * np.log(np.where(positive, p, 1.0)), 0.0)
+        s = np.where(positive, np.where(positive, p, 1.0) ** (2.0 - a), 0.0)
+    s_hat = s / s.sum(axis=ax, keepdims=True)
+    entropy_term = p_log_p - s_hat * p_log_p.sum(axis=ax, keepdims=True)
+    dp_dalpha = (p - s_hat) / (a - 1.0) ** 2 - entropy_term / (a - 1.0)
+    return (g * dp_dalpha).sum(axis=ax)
+
+
+__all__ += ["entmax_alpha_backward"]

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import entmax_bisect, exercises
+from course_utils import exercises
 
 EX = exercises.load("06")
 
@@ -26,13 +26,3 @@ def test_q1_cases_include_rows_with_zeros_and_rows_without():
 
 def test_q2_reference_is_one_plus_t_over_two_then_saturated():
     np.testing.assert_allclose(EX.q2.reference, [[0.7, 0.3], [1.0, 0.0]], atol=1e-15)
-
-
-def test_q3_reference_is_where_the_row_turns_one_hot():
-    row = np.array([1.0, 0.2, -0.5])
-    alpha = EX.q3.reference
-    assert alpha == pytest.approx(2.25)
-    assert np.count_nonzero(entmax_bisect(row, alpha=alpha - 0.01)) == 2
-    np.testing.assert_array_equal(entmax_bisect(row, alpha=alpha + 1e-9), [1.0, 0.0, 0.0])
-    below = entmax.entmax_bisect(torch.from_numpy(row), alpha=alpha - 0.01, dim=-1).numpy()
-    assert np.count_nonzero(below) == 2

@@ -3,15 +3,12 @@
 Examples
 --------
 >>> ex = load("01")
->>> verdict = ex.q2.check(...)
+>>> ex.q2.check(...)
 ○ Not attempted yet: replace `...` with your prediction.
->>> verdict = ex.q2.check([0, 1, 0, 0])
+False
+>>> ex.q2.check([0, 1, 0, 0])
 ✗ Not yet: the two 5s are tied, and softmax treats equal scores equally. Who gets the mass?
->>> verdict.status, bool(verdict)
-('incorrect', False)
-
-In a notebook, ``ex.q2.check(answer)`` as the last line of a cell shows the
-message only: the returned :class:`Verdict` displays nothing.
+False
 """
 
 from __future__ import annotations
@@ -26,9 +23,8 @@ from .core import Exercise, FunctionExercise, ValueExercise, Verdict
 
 __all__ = ["LESSONS", "Exercise", "FunctionExercise", "ValueExercise", "Verdict", "all_exercises", "load"]
 
-#: Lessons that have exercises ("01", ...), mapped to their module (lesson01, ...): every
-#: module named lessonNN (or lessonNNb for a lesson split in parts) in this package
-#: defines ``exercises()`` for lesson NN.
+#: Lessons that have exercises ("01", "05b", ...), mapped to their module (lesson01, lesson05b, ...):
+#: every module named lessonNN or lessonNNx in this package defines ``exercises()`` for that lesson.
 LESSONS: dict[str, str] = {
     match.group(1): info.name
     for info in pkgutil.iter_modules(__path__)
@@ -42,7 +38,7 @@ def load(lesson: str) -> SimpleNamespace:
     Parameters
     ----------
     lesson : str
-        The two-digit lesson number, e.g. ``"01"``.
+        The lesson number, e.g. ``"01"``, or ``"05b"`` for the second part of a split lesson.
 
     Raises
     ------

@@ -180,48 +180,6 @@ def _q2() -> ValueExercise:
     )
 
 
-# --- q3: the alpha at which a row becomes one-hot -----------------------------------
-
-
-_Q3_ROW = np.array([1.0, 0.2, -0.5])
-
-
-def _one_hot_alpha(row: np.ndarray) -> float:
-    """The smallest alpha for which alpha-entmax of `row` is one-hot: 1 + 1 / (top gap)."""
-    top = -np.sort(-row)
-    return float(1 + 1 / (top[0] - top[1]))
-
-
-def _q3() -> ValueExercise:
-    return ValueExercise(
-        "06",
-        "q3",
-        "Predict the alpha at which entmax of [1.0, 0.2, -0.5] becomes one-hot",
-        reference=_one_hot_alpha(_Q3_ROW),
-        wrong_answers={
-            "sparsemax": (
-                2.0,
-                "sparsemax (alpha = 2) makes a row one-hot only when the top gap is at least 1; here it is 0.8.",
-            ),
-            "1 + gap": (1.8, "that is 1 + 0.8. The condition is (alpha - 1) * gap >= 1: solve it for alpha."),
-            "1 / gap": (1.25, "that is 1 / 0.8; the condition is (alpha - 1) * gap >= 1, so add the 1 back."),
-            "gap to the smallest score": (
-                1 + 1 / 1.5,
-                "that uses the gap to the smallest score, -0.5. The second-largest score, 0.2, is the last to leave.",
-            ),
-        },
-        hints=[
-            "alpha-entmax gives p_i = [(alpha - 1) x_i - tau]_+ ^ (1 / (alpha - 1)). One-hot means the top weight alone is 1.",
-            "The top weight alone is 1 when tau = (alpha - 1) x_max - 1. Every other score must then be at or below tau.",
-            "The second-largest score is the last to leave: (alpha - 1)(x_max - x_second) >= 1.",
-        ],
-        solution=(
-            "`2.25`. One-hot means tau = (alpha - 1) * 1.0 - 1, and the second score 0.2 must get 0: "
-            "(alpha - 1) * 0.2 <= tau, that is (alpha - 1)(1.0 - 0.2) >= 1, so alpha >= 1 + 1 / 0.8 = 2.25."
-        ),
-    )
-
-
 def exercises() -> list[Exercise]:
     """Fresh instances of this lesson's exercises, in order."""
-    return [_q1(), _q2(), _q3()]
+    return [_q1(), _q2()]

@@ -1,0 +1,611 @@
+"""Exercises for lesson 05b: masking bugs from real projects, to find and fix.
+
+Each exercise shows buggy attention code in PyTorch. The checker confirms a fix by
+an *invariance* (what the mask promises: padding or future tokens cannot change the
+outputs it hides them from) and by comparison with torch's own
+``F.scaled_dot_product_attention``. Before that, the answer is compared with the
+known mistakes of its family, so that the feedback can name the mistake.
+
+Tolerances: every input is float64 and every reference is computed by torch in
+float64, so a correct answer agrees to rounding (rtol 1e-9, atol 1e-12); the
+invariance checks allow 1e-12, while every leak they exist to catch moves the
+protected outputs by 1e-3 or more.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Mapping
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .core import Case, Exercise, FunctionExercise, Run, starter
+
+_RTOL, _ATOL = 1e-9, 1e-12
+
+
+def _t(array: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float64))
+
+
+def _numpy(value: object) -> np.ndarray:
+    if isinstance(value, tuple):  # nn.MultiheadAttention returns (output, weights)
+        value = value[0]
+    if isinstance(value, torch.Tensor):
+        value = value.detach().numpy()
+    return np.asarray(value, dtype=np.float64)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.allclose(a, b, rtol=_RTOL, atol=_ATOL, equal_nan=True))
+
+
+class _TorchCase(Case):
+    """A case whose inputs are tensors and modules: feedback names their shapes, not their contents."""
+
+    def describe(self) -> str:
+        def short(value: object) -> str:
+            if isinstance(value, torch.Tensor):
+                return f"{str(value.dtype).removeprefix('torch.')} tensor of shape {tuple(value.shape)}"
+            if isinstance(value, torch.nn.Module):
+                return type(value).__name__
+            return repr(value)
+
+        return "(" + ", ".join(short(a) for a in self.args) + ")"
+
+
+def _named_mistakes(mistakes: Mapping[str, Callable[..., object]]) -> Callable[[Run], "str | None"]:
+    """Property: the answer is not one of the known mistakes (and if it is, say which)."""
+
+    def check(run: Run) -> str | None:
+        if _same(run.output, run.expected):
+            return None
+        for explanation, wrong in mistakes.items():
+            if _same(run.output, _numpy(wrong(*run.case.args, **run.case.kwargs))):
+                return f"matches a known mistake: {explanation}"
+        return None
+
+    return check
+
+
+def _perturbed(tensor: torch.Tensor, where: torch.Tensor, seed: int) -> torch.Tensor:
+    """`tensor` with new random content at the positions `where` (a bool mask over its last-but-one axis)."""
+    gen = torch.Generator().manual_seed(seed)
+    noise = 3.0 * torch.randn(tensor.shape, generator=gen, dtype=tensor.dtype)
+    return torch.where(where[..., None], noise, tensor)
+
+
+# --- q1: a padding mask with the polarity of the other API ------------------------------
+
+_Q1_BUGGY = '''
+def encode(mha, x, lengths):
+    real = torch.arange(x.shape[1])[None, :] < torch.as_tensor(lengths)[:, None]  # True = real token
+    out, _ = mha(x, x, x, key_padding_mask=real)
+    return out
+'''
+
+
+def _real(x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
+    return torch.arange(x.shape[1])[None, :] < torch.as_tensor(lengths)[:, None]
+
+
+def _q1_reference(mha: torch.nn.MultiheadAttention, x: torch.Tensor, lengths: list[int]) -> torch.Tensor:
+    return mha(x, x, x, key_padding_mask=~_real(x, lengths), need_weights=False)[0].detach()
+
+
+def _q1_buggy(mha, x, lengths):
+    return mha(x, x, x, key_padding_mask=_real(x, lengths))[0]
+
+
+def _q1_no_mask(mha, x, lengths):
+    return mha(x, x, x)[0]
+
+
+def _q1_off_by_one(mha, x, lengths):
+    pads = torch.arange(x.shape[1])[None, :] > torch.as_tensor(lengths)[:, None]  # the first pad stays visible
+    return mha(x, x, x, key_padding_mask=pads)[0]
+
+
+def _q1_float_ones(mha, x, lengths):
+    return mha(x, x, x, key_padding_mask=_real(x, lengths).to(x.dtype))[0]  # 1.0 is *added* to real keys
+
+
+def _q1_as_attn_mask(mha, x, lengths):
+    # The (B, S) mask repeated as (B * heads, L, S) attn_mask, with SDPA's polarity (True = attend).
+    mask = _real(x, lengths)[:, None, :].expand(-1, x.shape[1], -1).repeat_interleave(mha.num_heads, dim=0)
+    return mha(x, x, x, attn_mask=mask)[0]
+
+
+def _q1_query_axis(mha, x, lengths):
+    mask = (~_real(x, lengths))[:, :, None].expand(-1, -1, x.shape[1]).repeat_interleave(mha.num_heads, dim=0)
+    return mha(x, x, x, attn_mask=mask, need_weights=False)[0]  # hides the pads from nobody: it masks pad *queries*
+
+
+_Q1_MISTAKES = {
+    "True = real token passed as key_padding_mask, where True means *ignore this key*: every real token "
+    "attends only to the pads (and a sequence without pads gets NaN, having no key left)": _q1_buggy,
+    "no mask at all: every token attends to the pads": _q1_no_mask,
+    "`>` instead of `>=`: the first pad of each sequence stays visible": _q1_off_by_one,
+    "a float mask of 1.0/0.0 is *added* to the scores, it blocks nothing": _q1_float_ones,
+    "a bool attn_mask with SDPA's polarity (True = attend): nn.MultiheadAttention reads True as blocked": _q1_as_attn_mask,
+    "the mask on the query axis: it must hide pad *keys* from every query": _q1_query_axis,
+}
+
+
+def _q1_pads_do_not_leak(run: Run) -> str | None:
+    """Invariance: new content in the padding positions must not change any real token's output."""
+    mha, x, lengths = run.case.args
+    real = _real(x, lengths)
+    changed = _numpy(run.call(mha, _perturbed(x, ~real, seed=1), lengths))
+    keep = real.numpy()
+    if not np.allclose(changed[keep], run.output[keep], rtol=0, atol=1e-12):
+        return (
+            "changes when only the padding tokens change: real tokens still see the pads. "
+            "In nn.MultiheadAttention, key_padding_mask=True means *ignore this key*"
+        )
+    return None
+
+
+_Q1_SOLUTION = """
+```python
+def encode(mha, x, lengths):
+    real = torch.arange(x.shape[1])[None, :] < torch.as_tensor(lengths)[:, None]  # True = real token
+    out, _ = mha(x, x, x, key_padding_mask=~real)   # nn.MultiheadAttention: True = IGNORE this key
+    return out
+```
+`F.scaled_dot_product_attention` and `course_utils` read a bool mask as *True = may attend*;
+`nn.MultiheadAttention` (both `attn_mask` and `key_padding_mask`) reads it as *True = blocked*.
+The buggy version hid every real token and left only the pads visible. Negating the mask
+(`~real`) fixes it. (`need_weights=False` also lets the layer use SDPA's fast kernel.)
+"""
+
+
+def _q1_cases() -> list[Case]:
+    torch.manual_seed(7)
+    mha = torch.nn.MultiheadAttention(8, num_heads=2, batch_first=True, dtype=torch.float64)
+    gen = np.random.default_rng(51)
+    return [
+        _TorchCase((mha, _t(gen.normal(size=(2, 5, 8))), [3, 5])),
+        _TorchCase((mha, _t(gen.normal(size=(3, 6, 8))), [6, 1, 4])),
+    ]
+
+
+def _q1() -> FunctionExercise:
+    return FunctionExercise(
+        "05b",
+        "q1",
+        "Fix the padding mask given to nn.MultiheadAttention",
+        reference=_q1_reference,
+        starter=starter,
+        cases=_q1_cases(),
+        early_properties=[_named_mistakes(_Q1_MISTAKES)],
+        properties=[_q1_pads_do_not_leak],
+        wrong_answers={
+            "the bug itself (True = real token as key_padding_mask)": _q1_buggy,
+            "no mask": _q1_no_mask,
+            "the first pad left visible": _q1_off_by_one,
+            "a float 1/0 mask": _q1_float_ones,
+            "SDPA's polarity in attn_mask": _q1_as_attn_mask,
+            "the mask on the query axis": _q1_query_axis,
+        },
+        hints=[
+            "Read the docs of nn.MultiheadAttention: what does True mean in key_padding_mask?",
+            "It means *ignore this key*: the opposite of F.scaled_dot_product_attention's bool mask. "
+            "The buggy code passes True for the real tokens.",
+            "Pass `key_padding_mask=~real` (True for the pads).",
+        ],
+        solution=_Q1_SOLUTION,
+        rtol=_RTOL,
+        atol=_ATOL,
+        nonfinite_hint="A NaN row means a query had no key left to attend to: which keys does your mask hide?",
+    )
+
+
+# --- q2: an additive mask read as a bool mask ------------------------------------------
+
+_Q2_BUGGY = '''
+def causal_attention(q, k, v):
+    L = q.shape[-2]
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(L, dtype=q.dtype)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(mask == 0, -1e9)
+    return torch.softmax(scores, dim=-1) @ v
+'''
+
+
+def _scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+
+def _q2_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _square_mask(q: torch.Tensor) -> torch.Tensor:
+    return torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype)
+
+
+def _q2_buggy(q, k, v):
+    return torch.softmax(_scores(q, k).masked_fill(_square_mask(q) == 0, -1e9), dim=-1) @ v
+
+
+def _q2_transposed(q, k, v):
+    return torch.softmax(_scores(q, k) + _square_mask(q).T, dim=-1) @ v
+
+
+def _q2_no_diagonal(q, k, v):
+    L = q.shape[-2]
+    blocked = ~torch.ones(L, L, dtype=torch.bool).tril(diagonal=-1)
+    blocked[0, 0] = False  # the first query keeps itself, so that no row is empty
+    return torch.softmax(_scores(q, k).masked_fill(blocked, float("-inf")), dim=-1) @ v
+
+
+def _q2_one_ahead(q, k, v):
+    L = q.shape[-2]
+    allowed = torch.ones(L, L, dtype=torch.bool).tril(diagonal=1)
+    return torch.softmax(_scores(q, k).masked_fill(~allowed, float("-inf")), dim=-1) @ v
+
+
+def _q2_after(q, k, v):
+    return (torch.softmax(_scores(q, k), dim=-1) * (_square_mask(q) == 0)) @ v
+
+
+def _q2_bool_added(q, k, v):
+    return torch.softmax(_scores(q, k) + (_square_mask(q) == 0).to(q.dtype), dim=-1) @ v
+
+
+def _q2_no_mask(q, k, v):
+    return torch.softmax(_scores(q, k), dim=-1) @ v
+
+
+_Q2_MISTAKES = {
+    "generate_square_subsequent_mask is an *additive* mask, 0 where a query may attend and -inf where it may "
+    "not, so `mask == 0` selects the allowed keys and blocks them: every query attends only to the future "
+    "(and the last query, left with nothing, to everything)": _q2_buggy,
+    "the mask transposed: upper triangle instead of lower": _q2_transposed,
+    "each query is hidden from itself: the diagonal belongs to the allowed part": _q2_no_diagonal,
+    "each query sees one token ahead (tril with diagonal=1)": _q2_one_ahead,
+    "masking after the softmax: the future still sits in the denominator": _q2_after,
+    "the bool mask added as 1/0: it shifts scores, it blocks nothing": _q2_bool_added,
+    "no mask at all": _q2_no_mask,
+}
+
+
+def _future_does_not_leak(run: Run) -> str | None:
+    """Invariance: new content in tokens after position t must not change the outputs up to t."""
+    q, k, v = run.case.args
+    L = q.shape[-2]
+    for t in range(L - 1):
+        future = torch.arange(L) > t
+        changed = _numpy(run.call(*(_perturbed(a, future, seed=t) for a in (q, k, v))))
+        if not np.allclose(changed[..., : t + 1, :], run.output[..., : t + 1, :], rtol=0, atol=1e-12):
+            return (
+                f"changes at positions 0..{t} when only the tokens after position {t} change: "
+                "earlier outputs must not depend on the future"
+            )
+    return None
+
+
+_Q2_SOLUTION = """
+```python
+def causal_attention(q, k, v):
+    L = q.shape[-2]
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(L, dtype=q.dtype)  # 0 / -inf, ADDED
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores + mask, dim=-1) @ v
+```
+`generate_square_subsequent_mask` returns a float mask meant to be *added*: 0 where a query may
+attend, -inf where it may not. `masked_fill(mask == 0, ...)` treats it as the 1/0 mask of the
+Annotated Transformer, and so blocks exactly the keys that should be seen. Add it, or convert it
+once: `allowed = mask == 0`, then `scores.masked_fill(~allowed, float("-inf"))`; or simply
+`F.scaled_dot_product_attention(q, k, v, is_causal=True)`.
+"""
+
+
+def _qkv(gen: np.random.Generator, shape: tuple[int, ...], scale: float = 1.0) -> tuple[torch.Tensor, ...]:
+    return tuple(_t(gen.normal(scale=scale, size=shape)) for _ in range(3))
+
+
+def _q2() -> FunctionExercise:
+    gen = np.random.default_rng(52)
+    return FunctionExercise(
+        "05b",
+        "q2",
+        "Fix a causal mask from generate_square_subsequent_mask used with masked_fill",
+        reference=_q2_reference,
+        starter=starter,
+        cases=[_TorchCase(_qkv(gen, (4, 3))), _TorchCase(_qkv(gen, (2, 5, 4))), _TorchCase(_qkv(gen, (2, 2, 6, 4), scale=2.0))],
+        early_properties=[_named_mistakes(_Q2_MISTAKES)],
+        properties=[_future_does_not_leak],
+        wrong_answers={
+            "the bug itself (mask == 0 filled)": _q2_buggy,
+            "the mask transposed": _q2_transposed,
+            "the diagonal blocked": _q2_no_diagonal,
+            "one token ahead visible": _q2_one_ahead,
+            "masking after the softmax": _q2_after,
+            "a bool mask added as 1/0": _q2_bool_added,
+            "no mask": _q2_no_mask,
+        },
+        hints=[
+            "Print `torch.nn.Transformer.generate_square_subsequent_mask(3)`. Which entries are 0, which -inf?",
+            "It is an additive mask: 0 = may attend, -inf = blocked. So `mask == 0` is True exactly where a query "
+            "*may* attend, and masked_fill blocks those.",
+            "Add the mask to the scores (`scores + mask`), or fill where `mask == float('-inf')`.",
+        ],
+        solution=_Q2_SOLUTION,
+        rtol=_RTOL,
+        atol=_ATOL,
+    )
+
+
+# --- q3: multi-head causal attention with two bugs ----------------------------------
+
+_Q3_BUGGY = '''
+def causal_heads(q, k, v):
+    batch, heads, L, head_dim = q.shape
+    d_model = heads * head_dim
+    mask = torch.tril(torch.ones(L, L, dtype=q.dtype))           # 1 = attend, 0 = blocked
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1 / math.sqrt(d_model))
+'''
+
+
+def _q3_reference(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def _tril(q: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    L = q.shape[-2]
+    return torch.tril(torch.ones(L, L, dtype=dtype))
+
+
+def _width(q: torch.Tensor) -> int:
+    return q.shape[1] * q.shape[-1]
+
+
+def _q3_buggy(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_tril(q, q.dtype), scale=1 / math.sqrt(_width(q)))
+
+
+def _q3_scale_only(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_tril(q, q.dtype))
+
+
+def _q3_mask_only(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / math.sqrt(_width(q)))
+
+
+def _q3_no_sqrt(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / q.shape[-1])
+
+
+def _q3_times_sqrt(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=math.sqrt(q.shape[-1]))
+
+
+def _q3_unscaled(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1.0)
+
+
+def _q3_heads_scale(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / math.sqrt(q.shape[1]))
+
+
+def _q3_inverted_bool(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_tril(q, torch.bool).T.contiguous())
+
+
+_Q3_MISTAKES = {
+    "both bugs: the scale 1/√(heads · head_dim) uses the model width, and the 1/0 float mask is *added* "
+    "to the scores, so it blocks nothing": _q3_buggy,
+    "the scale is right now, but a float attn_mask is *added*: tril of ones gives +1 to allowed keys and "
+    "blocks nothing. Pass a bool mask or is_causal=True": _q3_scale_only,
+    "the mask is right now, but the scale uses the model width heads · head_dim; each head's scores "
+    "are dot products of length head_dim, so the scale is 1/√head_dim": _q3_mask_only,
+    "the scale is 1/head_dim: the square root is missing": _q3_no_sqrt,
+    "the scores are multiplied by √head_dim instead of divided": _q3_times_sqrt,
+    "no scale at all": _q3_unscaled,
+    "the scale uses the number of heads, not the head dimension": _q3_heads_scale,
+    "a bool mask with the triangle transposed: queries see the future": _q3_inverted_bool,
+}
+
+
+_Q3_SOLUTION = """
+```python
+def causal_heads(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)   # default scale 1/sqrt(head_dim)
+```
+Two bugs. (1) Each head's scores are dot products of vectors of length `head_dim`, so their
+variance grows with `head_dim` (lesson 03) and the scale is `1/sqrt(head_dim)`, not
+`1/sqrt(d_model)`: the buggy scale made every head's softmax too flat. (2) A *float*
+`attn_mask` is added to the scores: `tril(ones)` adds 1 to the allowed keys and 0 to the
+future ones, blocking nothing. Use a bool mask, `torch.ones(L, L, dtype=torch.bool).tril()`,
+or `is_causal=True`.
+"""
+
+
+def _q3() -> FunctionExercise:
+    gen = np.random.default_rng(53)
+    return FunctionExercise(
+        "05b",
+        "q3",
+        "Fix multi-head causal attention: the scale and the mask",
+        reference=_q3_reference,
+        starter=starter,
+        cases=[_TorchCase(_qkv(gen, (1, 2, 4, 4), scale=1.5)), _TorchCase(_qkv(gen, (2, 4, 5, 8), scale=1.5))],
+        early_properties=[_named_mistakes(_Q3_MISTAKES)],
+        properties=[_future_does_not_leak],
+        wrong_answers={
+            "the bug itself": _q3_buggy,
+            "only the scale fixed": _q3_scale_only,
+            "only the mask fixed": _q3_mask_only,
+            "1/head_dim": _q3_no_sqrt,
+            "times sqrt(head_dim)": _q3_times_sqrt,
+            "no scale": _q3_unscaled,
+            "1/sqrt(heads)": _q3_heads_scale,
+            "the transposed bool mask": _q3_inverted_bool,
+        },
+        hints=[
+            "There are two bugs: one in the scale, one in the mask.",
+            "Each head computes dot products of length head_dim. And what does SDPA do with a *float* attn_mask?",
+            "Use the default scale (1/sqrt(head_dim)) and `is_causal=True` (or a bool tril mask).",
+        ],
+        solution=_Q3_SOLUTION,
+        rtol=_RTOL,
+        atol=_ATOL,
+    )
+
+
+# --- q4: the seed's own attention function -------------------------------------------
+
+_Q4_BUGGY = '''
+def seed_attention(Q, K, V, mask=None):
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores.masked_fill_(mask == 0, -1e9)
+    attention_weights = F.softmax(scores, dim=-1)
+    output = torch.matmul(attention_weights, V)
+    return output
+'''
+
+
+def _q4_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+
+
+def _seed(Q, K, V, mask, fill=-1e9, d_k=None):
+    d_k = Q.size(-1) if d_k is None else d_k
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)
+    scores = scores.masked_fill(mask == 0, fill)
+    return torch.matmul(F.softmax(scores, dim=-1), V)
+
+
+def _q4_seed_with_d_k(Q, K, V, mask):
+    return _seed(Q, K, V, mask)
+
+
+def _q4_weak_fill(Q, K, V, mask):
+    return _seed(Q, K, V, mask, fill=-1e5) * mask.any(dim=-1, keepdim=True)
+
+
+def _q4_minus_inf(Q, K, V, mask):
+    return _seed(Q, K, V, mask, fill=float("-inf"))
+
+
+def _q4_keys_as_d_k(Q, K, V, mask):
+    return _seed(Q, K, V, mask, d_k=K.size(-2)) * mask.any(dim=-1, keepdim=True)
+
+
+def _q4_polarity(Q, K, V, mask):
+    return _seed(Q, K, V, ~mask) * (~mask).any(dim=-1, keepdim=True)
+
+
+def _q4_zero_weights_not_output(Q, K, V, mask):
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(Q.size(-1))
+    weights = F.softmax(scores, dim=-1) * mask  # masked after the softmax, never renormalized
+    return torch.matmul(weights, V)
+
+
+_Q4_MISTAKES = {
+    "the seed's function with `d_k = Q.size(-1)`: right where a query has an allowed key, but a query with "
+    "none gets uniform weights from the -1e9 fill, the average of all values, instead of zeros": _q4_seed_with_d_k,
+    "a fill of -1e5 is not far enough below scores of size 1e6: blocked keys win the softmax": _q4_weak_fill,
+    "-inf without a guard: a query with no allowed key gets NaN": _q4_minus_inf,
+    "d_k must be the length of the query and key vectors, Q.size(-1), not the number of keys": _q4_keys_as_d_k,
+    "the mask polarity is inverted: True means *may attend* here": _q4_polarity,
+    "masking after the softmax: the blocked keys keep their share of the denominator": _q4_zero_weights_not_output,
+}
+
+
+def _blocked_keys_do_not_leak(run: Run) -> str | None:
+    """Invariance: new values for keys that no query may attend to must not change any output."""
+    Q, K, V, mask = run.case.args
+    blocked_everywhere = ~mask.reshape(-1, mask.shape[-1]).any(dim=0)
+    if not blocked_everywhere.any():
+        return None
+    changed = _numpy(run.call(Q, K, _perturbed(V, blocked_everywhere, seed=3), mask))
+    if not np.allclose(changed, run.output, rtol=0, atol=1e-12):
+        return (
+            "changes when only the values of blocked keys change: a blocked key still gets weight. "
+            "Is the fill value far enough below every real score?"
+        )
+    return None
+
+
+_Q4_SOLUTION = """
+```python
+def seed_attention(Q, K, V, mask=None):
+    d_k = Q.size(-1)                                       # was undefined: NameError
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf"))
+    attention_weights = F.softmax(scores, dim=-1)
+    if mask is not None:                                   # a row with no allowed key: zeros, not NaN
+        attention_weights = attention_weights.nan_to_num(0.0)
+    return torch.matmul(attention_weights, V)
+```
+With `d_k` defined, the seed's -1e9 gives the right weights on every row with an allowed key;
+on a row with none it gives uniform weights, so that query's output is the average of all
+values, where torch's SDPA returns zeros. A fill of -inf removes blocked keys whatever the
+scores are, and the empty rows are then zeroed explicitly (here through `nan_to_num`; or multiply
+the output by `mask.any(-1, keepdim=True)`).
+"""
+
+
+def _q4_cases() -> list[Case]:
+    gen = np.random.default_rng(54)
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    padded_left = torch.tensor([False, False, True, True, True])  # two pads on the left, with a causal mask
+    left = torch.ones(5, 5, dtype=torch.bool).tril() & padded_left[None, :]
+    # Scores of size 1e6: each query scores about -1e6 against its two allowed keys, so a fill of
+    # -1e5 on the two blocked keys would be the largest score of the row.
+    u = _t(gen.normal(size=4))
+    u = u / u.norm()
+    q_big = 1000.0 * u + _t(gen.normal(size=(3, 4)))
+    k_big = torch.cat([-1000.0 * u + _t(gen.normal(size=(2, 4))), _t(gen.normal(size=(2, 4)))])
+    big = (q_big, k_big, _t(gen.normal(size=(4, 3))))
+    return [
+        _TorchCase((*_qkv(gen, (4, 4)), causal)),
+        _TorchCase((*_qkv(gen, (2, 5, 3)), left)),
+        _TorchCase((*big, torch.tensor([[True, True, False, False]] * 3))),
+    ]
+
+
+def _q4() -> FunctionExercise:
+    return FunctionExercise(
+        "05b",
+        "q4",
+        "Fix the seed's attention function so that it matches torch's SDPA",
+        reference=_q4_reference,
+        starter=starter,
+        cases=_q4_cases(),
+        early_properties=[_named_mistakes(_Q4_MISTAKES)],
+        properties=[_blocked_keys_do_not_leak],
+        wrong_answers={
+            "the seed with d_k defined": _q4_seed_with_d_k,
+            "a -1e5 fill": _q4_weak_fill,
+            "-inf unguarded": _q4_minus_inf,
+            "d_k from the number of keys": _q4_keys_as_d_k,
+            "the polarity inverted": _q4_polarity,
+            "masked after the softmax": _q4_zero_weights_not_output,
+        },
+        hints=[
+            "Run it first: what does Python say about `d_k`?",
+            "With d_k defined, compare it with F.scaled_dot_product_attention on a row whose keys are all blocked.",
+            "Fill with -inf, then give a row with no allowed key zero weights (e.g. `nan_to_num(0.0)`).",
+        ],
+        solution=_Q4_SOLUTION,
+        rtol=_RTOL,
+        atol=_ATOL,
+        nonfinite_hint="A NaN row is a query with no allowed key: -inf - (-inf) in the softmax. Give such rows zeros.",
+    )
+
+
+#: The buggy code each exercise starts from, as the notebook shows it.
+BUGGY_CODE = {"q1": _Q1_BUGGY, "q2": _Q2_BUGGY, "q3": _Q3_BUGGY, "q4": _Q4_BUGGY}
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2(), _q3(), _q4()]

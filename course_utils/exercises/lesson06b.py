@@ -1,0 +1,155 @@
+"""Exercises for lesson 06b, entmax and sparse attention in transformers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..softmax import softmax
+from ..sparse import entmax_bisect
+from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, starter
+
+
+# --- q1: the alpha at which a row becomes one-hot -----------------------------------
+
+
+_Q1_ROW = np.array([1.0, 0.2, -0.5])
+
+
+def _one_hot_alpha(row: np.ndarray) -> float:
+    """The smallest alpha for which alpha-entmax of `row` is one-hot: 1 + 1 / (top gap)."""
+    top = -np.sort(-row)
+    return float(1 + 1 / (top[0] - top[1]))
+
+
+def _q1() -> ValueExercise:
+    return ValueExercise(
+        "06b",
+        "q1",
+        "Predict the alpha at which entmax of [1.0, 0.2, -0.5] becomes one-hot",
+        reference=_one_hot_alpha(_Q1_ROW),
+        wrong_answers={
+            "sparsemax": (
+                2.0,
+                "sparsemax (alpha = 2) makes a row one-hot only when the top gap is at least 1; here it is 0.8.",
+            ),
+            "1 + gap": (1.8, "that is 1 + 0.8. The condition is (alpha - 1) * gap >= 1: solve it for alpha."),
+            "1 / gap": (1.25, "that is 1 / 0.8; the condition is (alpha - 1) * gap >= 1, so add the 1 back."),
+            "gap to the smallest score": (
+                1 + 1 / 1.5,
+                "that uses the gap to the smallest score, -0.5. The second-largest score, 0.2, is the last to leave.",
+            ),
+        },
+        hints=[
+            "alpha-entmax gives p_i = [(alpha - 1) x_i - tau]_+ ^ (1 / (alpha - 1)). One-hot means the top weight alone is 1.",
+            "The top weight alone is 1 when tau = (alpha - 1) x_max - 1. Every other score must then be at or below tau.",
+            "The second-largest score is the last to leave: (alpha - 1)(x_max - x_second) >= 1.",
+        ],
+        solution=(
+            "`2.25`. One-hot means tau = (alpha - 1) * 1.0 - 1, and the second score 0.2 must get 0: "
+            "(alpha - 1) * 0.2 <= tau, that is (alpha - 1)(1.0 - 0.2) >= 1, so alpha >= 1 + 1 / 0.8 = 2.25."
+        ),
+    )
+
+
+
+# --- q2: one backward pass for the whole family -------------------------------------
+
+
+def _q2_reference(g: np.ndarray, p: np.ndarray, alpha: float) -> np.ndarray:
+    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2.0 - alpha), 0.0)  # s = p^(2 - alpha) on the support
+    return s * g - (s @ g) / s.sum() * s
+
+
+def _q2_softmax_form(g, p, alpha):
+    return p * g - (p @ g) * p
+
+
+def _q2_wrong_power(g, p, alpha):
+    s = np.where(p > 0, p ** (alpha - 1.0), 0.0)
+    return s * g - (s @ g) / s.sum() * s
+
+
+def _q2_no_support(g, p, alpha):
+    s = np.power(p, 2.0 - alpha)  # 0 ** 0 = 1: at alpha = 2 every key counts as in the support
+    return s * g - (s @ g) / s.sum() * s
+
+
+def _q2_count_not_sum(g, p, alpha):
+    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2.0 - alpha), 0.0)
+    return s * g - (s @ g) / np.count_nonzero(s) * s
+
+
+def _q2_sum_of_squares(g, p, alpha):
+    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2.0 - alpha), 0.0)
+    return s * g - (s @ g) / (s @ s) * s
+
+
+def _q2_unweighted(g, p, alpha):
+    s = (p > 0).astype(float)
+    return s * g - (s @ g) / s.sum() * s
+
+
+def _sums_to_zero(run: Run) -> str | None:
+    """Property: the gradient sums to 0 (the weights always sum to 1, so no gradient can move their sum)."""
+    if abs(float(run.output.sum())) > 1e-9:
+        return f"sums to {run.output.sum():.4g}, not 0: adding the same number to every score changes nothing"
+    return None
+
+
+def _zero_off_support(run: Run) -> str | None:
+    """Property: keys with weight 0 get gradient exactly 0."""
+    p = np.asarray(run.case.args[1])
+    if (run.output[p == 0] != 0).any():
+        return "gives a gradient to a key whose weight is exactly 0: s must be 0 off the support"
+    return None
+
+
+_Q2_SOLUTION = """
+```python
+def entmax_backward_row(g, p, alpha):
+    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2 - alpha), 0.0)   # s = p^(2 - alpha) on the support
+    return s * g - (s @ g) / s.sum() * s                                 # J g with J = Diag(s) - s s^T / sum(s)
+```
+With s = p the formula is softmax's backward pass (lesson 04), with s = sqrt(p) 1.5-entmax's,
+and with s the support's indicator sparsemax's. The `np.where` matters at alpha = 2: there
+p^0 would be 1 for every key, also for the keys outside the support.
+"""
+
+
+def _q2() -> FunctionExercise:
+    gen = np.random.default_rng(62)
+    row = np.array([0.2, 1.4, -0.5, 0.9, 0.6])
+    cases = []
+    for alpha in (1.0, 1.5, 2.0, 1.3, 1.8):
+        p = softmax(row) if alpha == 1.0 else entmax_bisect(row, alpha)
+        cases.append(Case((gen.normal(size=row.size), p, alpha)))
+    return FunctionExercise(
+        "06b",
+        "q2",
+        "One backward pass for softmax, 1.5-entmax and sparsemax: J g with s = p^(2 - alpha)",
+        reference=_q2_reference,
+        starter=starter,
+        cases=cases,
+        properties=[_zero_off_support, _sums_to_zero],
+        wrong_answers={
+            "softmax's form p g - (p . g) p for every alpha": _q2_softmax_form,
+            "s = p^(alpha - 1)": _q2_wrong_power,
+            "s = p^(2 - alpha) without restricting it to the support": _q2_no_support,
+            "dividing by the support size instead of the sum of s": _q2_count_not_sum,
+            "dividing by the sum of squares of s": _q2_sum_of_squares,
+            "the support indicator for every alpha (sparsemax's Jacobian)": _q2_unweighted,
+        },
+        hints=[
+            "J = Diag(s) - s s^T / sum(s), so J g = s * g - (s . g) / sum(s) * s.",
+            "s = p^(2 - alpha) on the support and 0 off it: with alpha = 1 that is p, with alpha = 2 the indicator.",
+            "At alpha = 2, p ** 0 is 1 even where p = 0: restrict s to p > 0 with np.where.",
+        ],
+        solution=_Q2_SOLUTION,
+        atol=1e-12,
+        rtol=1e-9,
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2()]

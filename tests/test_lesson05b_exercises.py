@@ -1,0 +1,114 @@
+"""Lesson 05b's bug exercises: the buggy code is really buggy, its fixes pass, and every wrong variant is named."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils import exercises
+from course_utils.exercises.lesson05b import BUGGY_CODE
+
+EX = exercises.load("05b")
+NAMES = ["q1", "q2", "q3", "q4"]
+
+
+def buggy(name: str):
+    """The buggy function exactly as the notebook shows it (q4 with the d_k it lacks defined as a global)."""
+    namespace = {"torch": torch, "F": F, "math": math}
+    exec(BUGGY_CODE[name], namespace)
+    return namespace, [v for k, v in namespace.items() if callable(v) and k not in {"torch", "F", "math"}][0]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_buggy_code_as_shown_is_rejected(name, capsys):
+    namespace, function = buggy(name)
+    if name == "q4":
+        assert EX.q4.check(function) is False
+        assert "NameError" in capsys.readouterr().out
+        namespace["d_k"] = 3  # the seed leaves d_k undefined; give it the size of the first case's vectors
+    assert getattr(EX, name).check(function) is False
+    assert "known mistake" in capsys.readouterr().out or name == "q4"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_wrong_variant_is_named_in_the_feedback(name, capsys):
+    ex = getattr(EX, name)
+    for label, wrong in ex.wrong_answers.items():
+        assert ex.check(wrong) is False, label
+        out = capsys.readouterr().out
+        assert "known mistake" in out or "changes when only" in out, (label, out)
+        assert "tensor of shape" in out and "[[" not in out, "the feedback names shapes, not contents"
+
+
+@pytest.mark.parametrize("name", ["q2", "q3"])
+def test_each_case_of_a_causal_exercise_is_checked_for_future_leaks(name):
+    ex = getattr(EX, name)
+    prop = ex.properties[0]
+    from course_utils.exercises.core import Run
+
+    for case in ex.cases:
+        q, k, v = case.args
+        leaky = F.scaled_dot_product_attention(q, k, v)  # no mask at all
+        run = Run(lambda q, k, v: F.scaled_dot_product_attention(q, k, v), case, leaky.numpy(), leaky.numpy())
+        assert prop(run) is not None
+
+
+def test_q1_padding_invariance_catches_a_fix_that_only_looks_right():
+    mha, x, lengths = EX.q1.cases[0].args
+    # Off by one: the reference differs only through the first pad, which the invariance must notice.
+    real = torch.arange(x.shape[1])[None, :] < torch.as_tensor(lengths)[:, None]
+    assert not real.all(), "the first case must have pads"
+    from course_utils.exercises.core import Run
+
+    wrong = EX.q1.wrong_answers["the first pad left visible"]
+    out = wrong(mha, x, lengths).detach().numpy()
+    assert EX.q1.properties[0](Run(wrong, EX.q1.cases[0], out, out)) is not None
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_reference_is_torch_sdpa_or_multihead_attention(name):
+    ex = getattr(EX, name)
+    for case in ex.cases:
+        args = case.args
+        if name == "q1":
+            mha, x, lengths = args
+            pads = torch.arange(x.shape[1])[None, :] >= torch.as_tensor(lengths)[:, None]
+            expected = mha(x, x, x, key_padding_mask=pads)[0]
+        elif name == "q4":
+            expected = F.scaled_dot_product_attention(*args[:3], attn_mask=args[3])
+        else:
+            expected = F.scaled_dot_product_attention(*args, is_causal=True)
+        np.testing.assert_allclose(ex.reference(*args).detach().numpy(), expected.detach().numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_q4_has_a_fully_masked_row_and_scores_beyond_the_weak_fill():
+    Q, K, V, mask = EX.q4.cases[1].args
+    assert (~mask.any(dim=-1)).any()
+    Q, K, V, mask = EX.q4.cases[2].args
+    allowed_scores = (Q @ K.T / math.sqrt(Q.shape[-1]))[mask]
+    assert allowed_scores.max() < -1e5
+
+
+def test_q4_the_seeds_own_fill_agrees_with_sdpa_where_a_key_is_allowed():
+    Q, K, V, mask = EX.q4.cases[1].args
+    seed = EX.q4.wrong_answers["the seed with d_k defined"](Q, K, V, mask)
+    sdpa = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
+    rows = mask.any(dim=-1)
+    torch.testing.assert_close(seed[..., rows, :], sdpa[..., rows, :], rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(seed[..., ~rows, :], V.mean(dim=-2, keepdim=True).expand_as(seed[..., ~rows, :]))
+    assert (sdpa[..., ~rows, :] == 0).all()
+
+
+def test_the_solutions_pass(capsys):
+    fixes = {
+        "q1": lambda mha, x, lengths: mha(x, x, x, key_padding_mask=torch.arange(x.shape[1])[None, :] >= torch.as_tensor(lengths)[:, None])[0],
+        "q2": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype), dim=-1) @ v,
+        "q3": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril()),
+        "q4": lambda Q, K, V, mask: torch.softmax((Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(mask == 0, float("-inf")), dim=-1).nan_to_num(0.0) @ V,
+    }
+    for name, fix in fixes.items():
+        assert getattr(EX, name).check(fix) is True, capsys.readouterr().out
