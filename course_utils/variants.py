@@ -209,7 +209,8 @@ def sink_attention(
     array([[3. , 1.5]])
     """
     qa, ka, va, factor = attention_inputs(q, k, v, None, scale, False)
-    dtype = np.result_type(compute_dtype(qa.dtype), compute_dtype(ka.dtype), compute_dtype(va.dtype))
+    result_dtype = np.result_type(qa, ka, va)
+    dtype = compute_dtype(result_dtype)  # float16 accumulates in float32, as tiled_attention does
     qa, ka, va = qa.astype(dtype, copy=False), ka.astype(dtype, copy=False), va.astype(dtype, copy=False)
     n_keys = ka.shape[-2]
     step = n_keys if block_k is None else check_int(block_k, "block_k", 1)
@@ -222,7 +223,7 @@ def sink_attention(
     for start in range(0, n_keys, max(step, 1)):
         kb, vb = ka[..., start : start + step, :], va[..., start : start + step, :]
         m, l, acc = _update_block(m, l, acc, (qa @ np.swapaxes(kb, -1, -2)) * dtype.type(factor), vb)
-    return acc / l[..., None]
+    return (acc / l[..., None]).astype(result_dtype, copy=False)
 
 
 def sigmoid_attention(x: ArrayLike, *, bias: ArrayLike = 0.0) -> np.ndarray:

@@ -64,6 +64,18 @@ CALLS = {
     "tiled_attention": lambda t: tiled_attention(_Q.astype(t), _K.astype(t), _V.astype(t), block_q=2, block_k=4),
     "attention_entropy": lambda t: cu.attention_entropy(_P.astype(t)),
     "attention_distance": lambda t: cu.attention_distance(softmax(_X[:, :3]).astype(t)),
+    "attention_backward": lambda t: cu.attention_backward(
+        _Q.astype(t), _K.astype(t), _V.astype(t), np.ones((4, 3), dtype=t)
+    ),
+    "entmax_alpha_backward": lambda t: cu.entmax_alpha_backward(_X.astype(t), cu.entmax15(_X).astype(t), 1.5),
+    "qk_norm": lambda t: cu.qk_norm(_X.astype(t)),
+    "scalable_softmax": lambda t: cu.scalable_softmax(_X.astype(t), 0.5),
+    "sigmoid_attention": lambda t: cu.sigmoid_attention(_X.astype(t)),
+    "sink_attention": lambda t: cu.sink_attention(_Q.astype(t), _K.astype(t), _V.astype(t), 0.5, block_k=4),
+    "softcap": lambda t: cu.softcap(_X.astype(t), 2.0),
+    "softmax_one": lambda t: cu.softmax_one(_X.astype(t)),
+    "softmax_with_sink": lambda t: cu.softmax_with_sink(_X.astype(t), 0.5),
+    "softpick": lambda t: cu.softpick(_X.astype(t)),
 }
 
 #: Public names that take no float array, each with the reason.
@@ -77,6 +89,9 @@ NO_FLOAT_INPUT = {
     "dot_product_tail": "Python numbers in and out",
     "attention_row_stats": "returns summary statistics as Python floats, as documented",
     "check_claim": "prints a comparison",
+    "sample_attention_gradients": "a random generator and sizes in; draws float64 samples",
+    "llama4_query_scale": "integer token positions in",
+    "yarn_logit_scale": "a Python number in and out",
     "cross_check": "compares with torch and prints",
     "setup": "seeds and prints",
     "use_course_style": "plotting style",
