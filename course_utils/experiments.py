@@ -417,8 +417,9 @@ def sample_attention_gradients(
     -----
     The result has exactly the distribution of the norms of
     :func:`~course_utils.attention_backward` on such rows (the tests check
-    it), but it draws ``3 * n_keys + 3`` numbers per row instead of
-    ``(2 d_k + d_v) n_keys``, so any d_k costs the same. Rotate the axes so
+    it), but it draws ``2 * n_keys + 3`` numbers per row instead of the
+    ``(n_keys + 1)(d_k + d_v)`` of q, K, V and g, so any d_k costs the same.
+    Rotate the axes so
     that q points along the first one (a rotation changes no dot product and
     no length): :math:`q = |q| e_1` with :math:`|q|^2 \sim \chi^2_{d_k}`, and
     :math:`s_j = c |q| a_j` with :math:`a_j = k_{j1} \sim N(0, 1)`. Given g,

@@ -457,11 +457,27 @@ def test_the_shortcut_draws_the_same_distribution_as_attention_backward(d_k, sca
     assert stats.ks_2samp(direct_k, short.keys).pvalue > 1e-4
 
 
+@pytest.mark.parametrize("scaled", [False, True])
+def test_the_shortcut_matches_where_the_random_lengths_of_q_and_g_matter(scaled):
+    # Few dimensions and 20,000 rows: here the test also detects a shortcut that replaces |q| or |g|
+    # by its typical value, drops the component along q, or uses d_k instead of d_k - 1 degrees
+    # (unscaled, each of these gives p < 1e-8 here; scaled, all but the |q| one give p < 1e-4;
+    # measured with the seeds below. The next test shows the |g| case through d_v).
+    direct_q, direct_k = direct_gradient_norms(4, 4, 20_000, 11, scaled, d_v=2)
+    short = sample_attention_gradients(4, 4, 20_000, rng(12), scaled=scaled, d_v=2)
+    assert stats.ks_2samp(direct_q, short.query).pvalue > 1e-4
+    assert stats.ks_2samp(direct_k, short.keys).pvalue > 1e-4
+
+
 def test_a_wrong_shortcut_would_fail_the_distribution_test():
     direct_q, _ = direct_gradient_norms(64, 6, 6000, 1, True)
     short = sample_attention_gradients(64, 6, 6000, rng(2), scaled=True)
     assert stats.ks_2samp(direct_q, short.query).pvalue > 1e-4
     assert stats.ks_2samp(direct_q, short.query * 1.25).pvalue < 1e-4  # 25% too large: detected
+    # Ignoring the randomness of |g| (as d_v = 400 nearly does) is detected where d_v is small.
+    direct_q2, _ = direct_gradient_norms(4, 4, 20_000, 13, False, d_v=2)
+    nearly_fixed_g = sample_attention_gradients(4, 4, 20_000, rng(14), scaled=False, d_v=400)
+    assert stats.ks_2samp(direct_q2, nearly_fixed_g.query).pvalue < 1e-4
 
 
 def test_scaled_gradients_do_not_depend_on_d_k_while_unscaled_rows_freeze():
