@@ -117,14 +117,23 @@ def _get(url: str) -> bytes:
 
 @contextlib.contextmanager
 def _server(root: Path):
-    """A JupyterLab server on loopback serving `root`, with a trust database of its own (so stored outputs are untrusted)."""
+    """A JupyterLab server on loopback serving `root`, with settings, workspaces and a trust database of its own.
+
+    Its own settings keep the dark theme of one run out of the user's JupyterLab and out of the next run; its
+    own trust database keeps the stored outputs untrusted, as they are for a learner who has just cloned the course.
+    """
+    settings = root / ".settings"
+    news = settings / "@jupyterlab" / "apputils-extension" / "notification.jupyterlab-settings"
+    news.parent.mkdir(parents=True)
+    news.write_text(json.dumps({"fetchNews": "false"}))  # no "get notified about Jupyter news?" pop-up
     port = _free_port()
     env = dict(os.environ, JUPYTER_PREFER_ENV_PATH="1", PYDEVD_DISABLE_FILE_VALIDATION="1")
     env.pop("MPLBACKEND", None)
     cmd = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", f"--port={port}",
         "--ip=127.0.0.1", f"--ServerApp.token={TOKEN}", f"--ServerApp.root_dir={root}",
-        "--NotebookNotary.db_file=:memory:",
+        "--NotebookNotary.db_file=:memory:", f"--LabApp.user_settings_dir={settings}",
+        f"--LabApp.workspaces_dir={root / '.workspaces'}",
         "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     log = open(root / "server.log", "w")  # noqa: SIM115
