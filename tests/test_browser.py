@@ -449,7 +449,7 @@ def test_figures_read_on_the_dark_theme(lab):
     from PIL import Image
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-    name = "01_softmax_basics.ipynb"  # the first lesson, as before: its first figure is a bar chart
+    name = "01_softmax_basics.ipynb"  # its first figure, as before
     page = lab.page
     lab.wait_run(name)
     with _screenshot_on_failure(page, "dark-theme"):
