@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+import base64
+import io
+from typing import Any, Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
+from IPython import get_ipython
 from numpy.typing import ArrayLike, DTypeLike
 
 from ._validation import as_real_array, check_int, check_positive_finite
@@ -30,6 +33,121 @@ __all__ = [
     "saturation_explorer",
     "temperature_explorer",
 ]
+
+
+#: Figures made by ``pyplot`` while an explorer draws its first frame (see :class:`_Explorer`).
+_FIRST_FRAME: list[plt.Figure] = []
+
+
+def _remember_figure(figure: plt.Figure) -> None:
+    """A matplotlib ``figure.hooks`` entry: note each figure pyplot makes during a first frame."""
+    _FIRST_FRAME.append(figure)
+
+
+def _png_bytes(value: str | bytes) -> bytes:
+    """An ``image/png`` value of a display message (base64 text, or the raw bytes) as PNG bytes."""
+    return value if isinstance(value, bytes) else base64.b64decode(value)
+
+
+class _Explorer(widgets.interactive):
+    """An ``ipywidgets.interactive`` that also carries a still PNG of its starting state.
+
+    Every explorer in this module returns one, built exactly like
+    ``ipywidgets.interactive(draw, name=slider)``, where ``draw`` makes one
+    figure with pyplot and ends with ``plt.show()``.
+
+    Displayed, its bundle holds three views of one output:
+    ``application/vnd.jupyter.widget-view+json`` (the live slider, which
+    JupyterLab, Notebook and VS Code show when a kernel runs it), ``image/png``
+    (the still, which readers without a kernel show instead: GitHub, nbviewer,
+    ``jupyter nbconvert`` of a notebook without saved widget state, JupyterLab
+    on a notebook it does not trust) and a one-line ``text/plain``.
+
+    The still is the first frame. In a Jupyter kernel it is the very PNG the
+    live view showed first (taken from the kernel's display message); elsewhere
+    the figure the first frame made is saved as the inline backend saves it
+    (tight bounding box, the figure's dpi and colours).
+
+    Parameters
+    ----------
+    draw : callable
+        Draws one frame for the slider values it is given and returns what
+        ``result`` should hold.
+    **sliders
+        One widget (or ``interact`` abbreviation) per argument of `draw`.
+
+    Attributes
+    ----------
+    still : bytes or None
+        The PNG of the first frame; None if it drew no pyplot figure.
+
+    Examples
+    --------
+    >>> def draw(n):
+    ...     fig, ax = plt.subplots()
+    ...     ax.bar(range(n), 1.0)
+    ...     return n
+    >>> import contextlib
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a notebook, clearing the output prints a terminal code
+    ...     explorer = _Explorer(draw, n=widgets.IntSlider(value=3, min=1, max=5))
+    >>> explorer.still[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
+    True
+    >>> sorted(explorer._repr_mimebundle_())
+    ['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain']
+    >>> explorer._repr_mimebundle_()["text/plain"]
+    'explorer with slider n: run the notebook to move it'
+    """
+
+    still: bytes | None = None
+
+    def __init__(self, draw: Callable[..., Any], **sliders: Any) -> None:
+        self._first = True
+        super().__init__(draw, **sliders)  # draws the first frame through update()
+
+    def update(self, *args: Any) -> None:
+        """Draw the frame for the sliders' values; keep a PNG of the first one."""
+        if not self._first:
+            super().update(*args)
+            return
+        self._first = False
+        shown: list[bytes] = []
+
+        def keep_png(message: dict[str, Any]) -> dict[str, Any]:
+            data = message.get("content", {}).get("data", {})
+            if message.get("msg_type") == "display_data" and "image/png" in data:
+                shown.append(_png_bytes(data["image/png"]))
+            return message  # the message goes on to the live view unchanged
+
+        shell = get_ipython()
+        publisher = getattr(shell, "display_pub", None)
+        hooked = hasattr(publisher, "register_hook")  # an ipykernel kernel
+        if hooked:
+            publisher.register_hook(keep_png)
+        del _FIRST_FRAME[:]
+        try:
+            # Scoped: rc_context restores figure.hooks (and every other setting) afterwards.
+            with plt.rc_context({"figure.hooks": [f"{__name__}:_remember_figure"]}):
+                super().update(*args)
+        finally:
+            if hooked:
+                publisher.unregister_hook(keep_png)
+        if shown:
+            self.still = shown[-1]
+        elif _FIRST_FRAME:
+            figure = _FIRST_FRAME[-1]  # closed by plt.show() under the inline backend; it still saves
+            buffer = io.BytesIO()
+            figure.savefig(buffer, format="png", bbox_inches="tight", dpi=figure.dpi,
+                           facecolor=figure.get_facecolor(), edgecolor=figure.get_edgecolor())
+            self.still = buffer.getvalue()
+        del _FIRST_FRAME[:]
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        data = super()._repr_mimebundle_(**kwargs)
+        names = ", ".join(w.description or w._kwarg for w in self.kwargs_widgets)
+        data["text/plain"] = f"explorer with slider {names}: run the notebook to move it"
+        if self.still is not None:
+            data["image/png"] = base64.b64encode(self.still).decode("ascii")
+        return data
 
 
 def _row_and_labels(scores: ArrayLike, labels: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
@@ -92,7 +210,7 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
     slider = widgets.FloatLogSlider(
         value=1.0, base=10, min=-2, max=2, step=0.01, description="T", readout_format=".2f", continuous_update=True
     )
-    return widgets.interactive(draw, temperature=slider)
+    return _Explorer(draw, temperature=slider)
 
 
 def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widgets.interactive:
@@ -168,7 +286,7 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widget
         return row
 
     slider = widgets.SelectionSlider(options=options, value=64, description="d_k", continuous_update=True)
-    return widgets.interactive(draw, d_k=slider)
+    return _Explorer(draw, d_k=slider)
 
 
 def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
@@ -243,7 +361,7 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> wi
     slider = widgets.FloatSlider(
         value=1.0, min=1.0, max=3.0, step=0.05, description="α", readout_format=".2f", continuous_update=True
     )
-    return widgets.interactive(draw, alpha=slider)
+    return _Explorer(draw, alpha=slider)
 
 
 def overflow_explorer(
@@ -349,7 +467,7 @@ def overflow_explorer(
     slider = widgets.FloatLogSlider(
         value=start, base=10, min=0, max=3, step=0.01, description="x", readout_format=".1f", continuous_update=True
     )
-    return widgets.interactive(draw, x=slider)
+    return _Explorer(draw, x=slider)
 
 
 def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] | None = None) -> widgets.interactive:
@@ -423,7 +541,7 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
     slider = widgets.FloatLogSlider(
         value=1.0, base=10, min=-1, max=2, step=0.02, description="c", readout_format=".2f", continuous_update=True
     )
-    return widgets.interactive(draw, c=slider)
+    return _Explorer(draw, c=slider)
 
 
 def mask_explorer(
@@ -529,7 +647,7 @@ def mask_explorer(
         value=start, min=0, max=size, step=1, description="real tokens", style={"description_width": "initial"},
         continuous_update=True,
     )
-    return widgets.interactive(draw, n_real=slider)
+    return _Explorer(draw, n_real=slider)
 
 
 def fading_explorer(
@@ -538,7 +656,7 @@ def fading_explorer(
     gap: float = 6.0,
     start: int = 256,
     max_n: int = 10**6,
-) -> widgets.interactive:
+) -> _Explorer:
     """A slider for the number of keys n that redraws the weight of the one relevant key.
 
     The row is lesson 09's toy: ``n - 1`` irrelevant keys with score 0 and
@@ -616,4 +734,4 @@ def fading_explorer(
         value=float(first), base=10, min=float(np.log10(2)), max=float(np.log10(top)), step=0.01,
         description="n", readout_format=".0f", continuous_update=True,
     )
-    return widgets.interactive(draw, n_float=slider)
+    return _Explorer(draw, n_float=slider)

@@ -47,7 +47,7 @@ def test_q2_the_minus_1e9_fill_is_caught_only_by_the_fully_masked_row():
 
 
 def test_q2_renormalizing_after_the_softmax_is_caught_by_a_dominant_masked_score(capsys):
-    assert EX.q2.check(EX.q2.wrong_answers["masking after the softmax, then renormalizing"]) is False
+    assert not EX.q2.check(EX.q2.wrong_answers["masking after the softmax, then renormalizing"])
     assert "800" in capsys.readouterr().out
 
 

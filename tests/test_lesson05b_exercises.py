@@ -27,10 +27,10 @@ def buggy(name: str):
 def test_the_buggy_code_as_shown_is_rejected(name, capsys):
     namespace, function = buggy(name)
     if name == "q4":
-        assert EX.q4.check(function) is False
+        assert not EX.q4.check(function)
         assert "NameError" in capsys.readouterr().out
         namespace["d_k"] = 3  # the seed leaves d_k undefined; give it the size of the first case's vectors
-    assert getattr(EX, name).check(function) is False
+    assert not getattr(EX, name).check(function)
     assert "known mistake" in capsys.readouterr().out or name == "q4"
 
 
@@ -38,7 +38,7 @@ def test_the_buggy_code_as_shown_is_rejected(name, capsys):
 def test_each_wrong_variant_is_named_in_the_feedback(name, capsys):
     ex = getattr(EX, name)
     for label, wrong in ex.wrong_answers.items():
-        assert ex.check(wrong) is False, label
+        assert not ex.check(wrong), label
         out = capsys.readouterr().out
         assert "known mistake" in out or "changes when only" in out, (label, out)
         assert "tensor of shape" in out and "[[" not in out, "the feedback names shapes, not contents"
@@ -111,4 +111,4 @@ def test_the_solutions_pass(capsys):
         "q4": lambda Q, K, V, mask: torch.softmax((Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(mask == 0, float("-inf")), dim=-1).nan_to_num(0.0) @ V,
     }
     for name, fix in fixes.items():
-        assert getattr(EX, name).check(fix) is True, capsys.readouterr().out
+        assert getattr(EX, name).check(fix), capsys.readouterr().out

@@ -14,7 +14,7 @@ EX = exercises.load("08")
 
 
 def rejected(ex, answer, capsys) -> str:
-    assert ex.check(answer) is False
+    assert not ex.check(answer)
     return capsys.readouterr().out
 
 
@@ -115,7 +115,7 @@ def test_q3_a_tiny_epsilon_as_in_torch_rms_norm_is_accepted(capsys):
         n = lambda x: x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-12)  # noqa: E731
         return n(q) @ np.swapaxes(n(k), -1, -2) / np.sqrt(q.shape[-1])
 
-    assert EX.q3.check(with_tiny_eps) is True
+    assert EX.q3.check(with_tiny_eps)
 
 
 def test_q3_a_score_above_sqrt_d_is_named_as_such(capsys):

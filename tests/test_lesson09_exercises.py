@@ -58,7 +58,7 @@ def _q1_near_misses():
 def test_q1_rejects_shifts_that_are_right_on_moderate_rows_and_says_to_shift_each_row(label, capsys):
     answer = EX.q1.wrong_answers[label]
     assert all(np.isfinite(answer(*c.args)).all() for c in EX.q1.cases[:3])  # a plausible answer: fine on small rows
-    assert EX.q1.check(answer) is False
+    assert not EX.q1.check(answer)
     assert "in each row" in capsys.readouterr().out
 
 
@@ -135,5 +135,5 @@ NEAR_MISSES = [("q1", label, f) for label, f in _q1_near_misses().items()] + [
 
 @pytest.mark.parametrize("name,label,answer", NEAR_MISSES, ids=[f"{n}: {l}" for n, l, _ in NEAR_MISSES])
 def test_the_function_checkers_reject_every_generated_near_miss(name, label, answer, capsys):
-    assert getattr(EX, name).check(answer) is False
+    assert not getattr(EX, name).check(answer)
     assert capsys.readouterr().out.startswith("✗ Not yet")
