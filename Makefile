@@ -37,10 +37,13 @@ $(STAMP): pyproject.toml requirements-ci.txt tools/install_torch.py | $(PY)
 lab: install
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-# Unit tests and doctests; strict nbval of every notebook with 1 and with 2 threads,
-# side by side and beside a CPU burner, no cell longer than CELL_LIMIT s (the hang
-# check); then every notebook in JupyterLab in Chromium.
-test: install unit nbval browser
+# Unit tests and doctests, side by side with strict nbval of every notebook with 1 and
+# with 2 threads, themselves side by side and beside a CPU burner, no cell longer than
+# CELL_LIMIT s (the hang check); then, alone so that slider latency is not measured
+# against that load, every notebook in JupyterLab in Chromium.
+test: install browser-deps
+	@$(MAKE) --no-print-directory -j2 --output-sync=target unit nbval
+	@$(MAKE) --no-print-directory browser
 
 unit: install
 	$(PY) -m pytest -q -p no:cacheprovider -m "not browser" tests course_utils --doctest-modules
