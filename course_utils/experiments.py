@@ -704,13 +704,16 @@ def train_retrieval(
     w_q = (torch.stack([inits[i % n_seeds][0] for i in range(n)]) * gain).requires_grad_()
     w_k = (torch.stack([inits[i % n_seeds][1] for i in range(n)]) * gain).requires_grad_()
     labels = torch.stack([inits[i % n_seeds][2] for i in range(n)]).requires_grad_()
-    log_c = torch.tensor([-arm.c_power * math.log(d) for arm in per_model], dtype=torch.float64, requires_grad=True)
-    learnable = torch.tensor([arm.learnable for arm in per_model])
+    log_c = torch.tensor([-arm.c_power * math.log(d) for arm in per_model], dtype=torch.float64)
+    learnable = torch.tensor([arm.learnable for arm in per_model]).nonzero()[:, 0]
+    # Only the learnable factors are Adam parameters: a fixed one has gradient 0, and with eps = 0
+    # Adam's step for it would be 0 / 0 = nan.
+    tau = log_c[learnable].clone().requires_grad_()
     qk_norm = torch.tensor([arm.qk_norm for arm in per_model])
     lr_gain = torch.tensor([d ** -arm.lr_power for arm in per_model], dtype=torch.float64)[:, None, None]
     slow = (lr_gain != 1).flatten().nonzero()[:, 0]  # the models whose W_q, W_k have their own learning rate
     rescale = len(slow) > 0
-    params = [w_q, w_k, labels, log_c]
+    params = [w_q, w_k, labels] + ([tau] if len(learnable) else [])
     optimizer = torch.optim.Adam(params, lr=base_lr, eps=adam_eps, fused=True)  # fused: one kernel, same algorithm
     streams = [retrieval_batches(seed, **sizes) for seed in seeds]
     keys = ("loss", "entropy", "spread", "c")
@@ -719,7 +722,7 @@ def train_retrieval(
     for step in range(n_steps):
         parts = [next(stream) for stream in streams]
         data = tuple(torch.stack([p[i] for p in parts]) for i in range(4))  # shared by the arms
-        c = torch.where(learnable, log_c, log_c.detach()).exp()
+        c = log_c.index_put((learnable,), tau).exp()
         out = retrieval_forward(w_q, w_k, labels, c, qk_norm, data)
         for p in params:
             p.grad = None
