@@ -662,8 +662,8 @@ def train_retrieval(
     eps : float, default 1e-8
         Adam's epsilon (>= 0), as in ``torch.optim.Adam``.
     progress : object, optional
-        Anything with an int attribute ``value`` (an ``ipywidgets.IntProgress``):
-        increased by 1 every 1% of the steps.
+        Anything with an int attribute ``value`` (an ``ipywidgets.IntProgress``
+        from 0 to 100): set to the percentage of the steps done, whenever that changes.
 
     Returns
     -------
@@ -718,7 +718,6 @@ def train_retrieval(
     streams = [retrieval_batches(seed, **sizes) for seed in seeds]
     keys = ("loss", "entropy", "spread", "c")
     history = {key: torch.zeros(n_steps, n, dtype=torch.float64) for key in keys}
-    tick = max(1, n_steps // 100)
     for step in range(n_steps):
         parts = [next(stream) for stream in streams]
         data = tuple(torch.stack([p[i] for p in parts]) for i in range(4))  # shared by the arms
@@ -737,6 +736,7 @@ def train_retrieval(
         with torch.no_grad():  # a learning rate per model for W_q, W_k: scale those models' Adam steps
             for w, old in zip((w_q, w_k), before):
                 w[slow] = old + (w[slow] - old) * lr_gain[slow]
-        if progress is not None and (step + 1) % tick == 0:
-            progress.value += 1
+        done = (step + 1) * 100 // n_steps
+        if progress is not None and done != progress.value:
+            progress.value = done
     return {key: h.view(n_steps, n_arms, n_seeds).numpy() for key, h in history.items()}

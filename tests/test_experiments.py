@@ -410,13 +410,24 @@ def test_the_unscaled_arm_starts_saturated_and_the_learnable_c_falls(short_run):
     assert short_run["loss"].shape == (40, 6, 2)
 
 
-def test_progress_advances_once_per_percent_of_the_steps():
+@pytest.mark.parametrize("steps", [7, 150, 200])
+def test_progress_shows_the_percentage_of_steps_done_and_ends_at_100(steps):
     class Bar:
-        value = 0
+        def __init__(self):
+            self.seen = []
+
+        @property
+        def value(self):
+            return self.seen[-1] if self.seen else 0
+
+        @value.setter
+        def value(self, v):
+            self.seen.append(v)
 
     bar = Bar()
-    train_retrieval(ARMS08[:1], 8, [0], steps=200, progress=bar)
-    assert bar.value == 100
+    train_retrieval(ARMS08[:1], 8, [0], steps=steps, progress=bar)
+    assert bar.seen[-1] == 100 and bar.seen == sorted(set(bar.seen))  # rises, never past 100, never repeats
+    assert len(bar.seen) == min(steps, 100)
 
 
 @pytest.mark.parametrize(
