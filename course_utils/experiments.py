@@ -663,8 +663,8 @@ def train_retrieval(
     eps : float, default 1e-8
         Adam's epsilon (>= 0), as in ``torch.optim.Adam``.
     progress : object, optional
-        Anything with an int attribute ``value`` (an ``ipywidgets.IntProgress``):
-        increased by 1 every 1% of the steps.
+        Anything with an int attribute ``value`` (an ``ipywidgets.IntProgress``
+        from 0 to 100): set to the percentage of the steps done, whenever that changes.
 
     Returns
     -------
@@ -705,22 +705,24 @@ def train_retrieval(
     w_q = (torch.stack([inits[i % n_seeds][0] for i in range(n)]) * gain).requires_grad_()
     w_k = (torch.stack([inits[i % n_seeds][1] for i in range(n)]) * gain).requires_grad_()
     labels = torch.stack([inits[i % n_seeds][2] for i in range(n)]).requires_grad_()
-    log_c = torch.tensor([-arm.c_power * math.log(d) for arm in per_model], dtype=torch.float64, requires_grad=True)
-    learnable = torch.tensor([arm.learnable for arm in per_model])
+    log_c = torch.tensor([-arm.c_power * math.log(d) for arm in per_model], dtype=torch.float64)
+    learnable = torch.tensor([arm.learnable for arm in per_model]).nonzero()[:, 0]
+    # Only the learnable factors are Adam parameters: a fixed one has gradient 0, and with eps = 0
+    # Adam's step for it would be 0 / 0 = nan.
+    tau = log_c[learnable].clone().requires_grad_()
     qk_norm = torch.tensor([arm.qk_norm for arm in per_model])
     lr_gain = torch.tensor([d ** -arm.lr_power for arm in per_model], dtype=torch.float64)[:, None, None]
     slow = (lr_gain != 1).flatten().nonzero()[:, 0]  # the models whose W_q, W_k have their own learning rate
     rescale = len(slow) > 0
-    params = [w_q, w_k, labels, log_c]
+    params = [w_q, w_k, labels] + ([tau] if len(learnable) else [])
     optimizer = torch.optim.Adam(params, lr=base_lr, eps=adam_eps, fused=True)  # fused: one kernel, same algorithm
     streams = [retrieval_batches(seed, **sizes) for seed in seeds]
     keys = ("loss", "entropy", "spread", "c")
     history = {key: torch.zeros(n_steps, n, dtype=torch.float64) for key in keys}
-    tick = max(1, n_steps // 100)
     for step in range(n_steps):
         parts = [next(stream) for stream in streams]
         data = tuple(torch.stack([p[i] for p in parts]) for i in range(4))  # shared by the arms
-        c = torch.where(learnable, log_c, log_c.detach()).exp()
+        c = log_c.index_put((learnable,), tau).exp()
         out = retrieval_forward(w_q, w_k, labels, c, qk_norm, data)
         for p in params:
             p.grad = None
@@ -735,6 +737,7 @@ def train_retrieval(
         with torch.no_grad():  # a learning rate per model for W_q, W_k: scale those models' Adam steps
             for w, old in zip((w_q, w_k), before):
                 w[slow] = old + (w[slow] - old) * lr_gain[slow]
-        if progress is not None and (step + 1) % tick == 0:
-            progress.value += 1
+        done = (step + 1) * 100 // n_steps
+        if progress is not None and done != progress.value:
+            progress.value = done
     return {key: h.view(n_steps, n_arms, n_seeds).numpy() for key, h in history.items()}

@@ -374,8 +374,18 @@ def test_a_constant_on_the_scores_is_sqrt_c_on_init_and_learning_rate_under_adam
     # Exact up to Adam's epsilon: the gradients of the matched arm are d_k**0.25 times larger.
     np.testing.assert_allclose(short_run["loss"][:, 3], short_run["loss"][:, 1], rtol=1e-4)
     exact = train_retrieval([ARMS08[1], ARMS08[3]], 64, [0, 1], steps=40, lr=1e-2, eps=0.0)
-    np.testing.assert_allclose(exact["loss"][:, 1], exact["loss"][:, 0], rtol=1e-10)
-    np.testing.assert_allclose(exact["spread"][:, 1], exact["spread"][:, 0], rtol=1e-10)
+    assert np.isfinite(exact["loss"]).all() and np.isfinite(exact["spread"]).all()  # nan == nan would pass below
+    np.testing.assert_allclose(exact["loss"][:, 1], exact["loss"][:, 0], rtol=1e-10, equal_nan=False)
+    np.testing.assert_allclose(exact["spread"][:, 1], exact["spread"][:, 0], rtol=1e-10, equal_nan=False)
+    assert np.abs(exact["loss"][:, 1] - exact["loss"][:, 0]).max() < 1e-12 < np.abs(short_run["loss"][:, 3] - short_run["loss"][:, 1]).max()
+
+
+def test_without_epsilon_fixed_factors_stay_fixed_and_the_learnable_one_trains():
+    # A fixed c has gradient 0; were it an Adam parameter, eps = 0 would make its step 0 / 0 = nan.
+    run = train_retrieval([ARMS08[0], ARMS08[1], ARMS08[4]], 16, [0], steps=5, lr=1e-2, eps=0.0)
+    assert np.isfinite(run["loss"]).all()
+    np.testing.assert_array_equal(run["c"][:, :2, 0], np.tile([1.0, 0.25], (5, 1)))
+    assert run["c"][-1, 2, 0] != 1.0
 
 
 def test_matching_the_init_alone_starts_like_the_scaled_arm_then_drifts_away(short_run):
@@ -400,13 +410,24 @@ def test_the_unscaled_arm_starts_saturated_and_the_learnable_c_falls(short_run):
     assert short_run["loss"].shape == (40, 6, 2)
 
 
-def test_progress_advances_once_per_percent_of_the_steps():
+@pytest.mark.parametrize("steps", [7, 150, 200])
+def test_progress_shows_the_percentage_of_steps_done_and_ends_at_100(steps):
     class Bar:
-        value = 0
+        def __init__(self):
+            self.seen = []
+
+        @property
+        def value(self):
+            return self.seen[-1] if self.seen else 0
+
+        @value.setter
+        def value(self, v):
+            self.seen.append(v)
 
     bar = Bar()
-    train_retrieval(ARMS08[:1], 8, [0], steps=200, progress=bar)
-    assert bar.value == 100
+    train_retrieval(ARMS08[:1], 8, [0], steps=steps, progress=bar)
+    assert bar.seen[-1] == 100 and bar.seen == sorted(set(bar.seen))  # rises, never past 100, never repeats
+    assert len(bar.seen) == min(steps, 100)
 
 
 @pytest.mark.parametrize(

@@ -121,3 +121,17 @@ def test_q3_a_tiny_epsilon_as_in_torch_rms_norm_is_accepted(capsys):
 def test_q3_a_score_above_sqrt_d_is_named_as_such(capsys):
     out = rejected(EX.q3, EX.q3.wrong_answers["no division by sqrt(d_k)"], capsys)
     assert "above sqrt(d_k)" in out
+
+
+def test_q3_dividing_by_the_standard_deviation_is_told_about_the_constant_row(capsys):
+    out = rejected(EX.q3, lambda q, k: (q / q.std(-1, keepdims=True)) @ np.swapaxes(k / k.std(-1, keepdims=True), -1, -2) / 2.0, capsys)
+    assert "constant row" in out and "overflow" not in out
+
+
+def test_q3_a_transpose_that_fails_on_batches_names_the_input_by_its_shape(capsys):
+    def plain_transpose(q, k):
+        n = lambda x: x / np.sqrt((x * x).mean(axis=-1, keepdims=True))  # noqa: E731
+        return n(q) @ n(k).T / np.sqrt(q.shape[-1])
+
+    out = rejected(EX.q3, plain_transpose, capsys)
+    assert "an array of shape (2, 3, 5, 8)" in out and len(out) < 600

@@ -84,7 +84,11 @@ def describe(value: Any, precision: int = 4) -> str:
     '[1.  0.5]'
     >>> describe(np.array([0.1234567]), precision=6)
     '[0.123457]'
+    >>> describe(np.zeros((2, 3, 5, 8)))  # a batch of matrices: its numbers would fill the screen
+    'an array of shape (2, 3, 5, 8)'
     """
+    if isinstance(value, np.ndarray) and value.ndim >= 3:
+        return f"an array of shape {value.shape}"
     if isinstance(value, np.ndarray) and value.ndim:
         return np.array2string(value, precision=precision, threshold=12, separator=" ").replace("\n", "")
     if isinstance(value, (np.ndarray, np.generic)):  # a NumPy scalar: show the number, not np.float64(...)

@@ -260,6 +260,10 @@ def _q3() -> FunctionExercise:
             "Do not subtract the mean (that would be LayerNorm) and do not use the standard deviation: RMS normalization only rescales each row.",
         ],
         solution=_Q3_SOLUTION,
+        nonfinite_hint=(
+            "a division by zero: no test row is all zeros, so its RMS, sqrt(mean(x²)), is never 0, but the standard "
+            "deviation of a constant row such as [1, 1, 1, 1] is. Divide by the RMS, not by the standard deviation."
+        ),
         # rtol 1e-6: an epsilon of up to about 1e-6 inside the square root (as in torch's RMSNorm) is accepted.
         rtol=1e-6,
         atol=1e-9,
