@@ -63,7 +63,7 @@ def main(command: str, paths: list[str]) -> None:
         sync_header(nb, path.parent)
         if command == "execute":
             NotebookClient(
-                nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+                nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
             ).execute()
         nbformat.write(nb, path)
         print(f"{command}: {path}")
