@@ -3,12 +3,15 @@
 Examples
 --------
 >>> ex = load("01")
->>> ex.q2.check(...)
+>>> verdict = ex.q2.check(...)
 ○ Not attempted yet: replace `...` with your prediction.
-False
->>> ex.q2.check([0, 1, 0, 0])
+>>> verdict = ex.q2.check([0, 1, 0, 0])
 ✗ Not yet: the two 5s are tied, and softmax treats equal scores equally. Who gets the mass?
-False
+>>> verdict.status, bool(verdict)
+('incorrect', False)
+
+In a notebook, ``ex.q2.check(answer)`` as the last line of a cell shows the
+message only: the returned :class:`Verdict` displays nothing.
 """
 
 from __future__ import annotations
