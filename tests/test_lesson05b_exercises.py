@@ -135,3 +135,11 @@ def test_checkers_accept_other_correct_fixes(capsys):
     }
     for name, fix in fixes.items():
         assert getattr(EX, name).check(fix), capsys.readouterr().out
+
+
+def test_q2_accepts_a_finite_fill_of_minus_1e4_with_the_right_polarity_on_its_order_one_scores(capsys):
+    def fix(q, k, v):
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype)
+        return torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(mask != 0, -1e4), dim=-1) @ v
+
+    assert EX.q2.check(fix), capsys.readouterr().out

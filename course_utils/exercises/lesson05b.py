@@ -10,6 +10,10 @@ Tolerances: every input is float64 and every reference is computed by torch in
 float64, so a correct answer agrees to rounding (rtol 1e-9, atol 1e-12); the
 invariance checks allow 1e-12, while every leak they exist to catch moves the
 protected outputs by 1e-3 or more.
+
+Fill values: q2 and q3 accept a finite fill such as -1e4 with the right polarity, since
+their scores are of order 1 and exp(fill - max) is then exactly 0 in float64; the weak
+fill is q4's subject, whose case with scores of size 1e6 rejects -1e5 and -1e4.
 """
 
 from __future__ import annotations
