@@ -112,3 +112,34 @@ def test_the_solutions_pass(capsys):
     }
     for name, fix in fixes.items():
         assert getattr(EX, name).check(fix), capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("fill", "accepted"), [(-1e9, True), (torch.finfo(torch.float64).min, True), (-1e5, False), (-1e4, False)])
+def test_q4_a_finite_fill_with_the_empty_row_guard_passes_only_if_it_is_far_enough(fill, accepted, capsys):
+    def fix(Q, K, V, mask=None):
+        scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(~mask, fill)
+        return torch.softmax(scores, dim=-1) * mask.any(dim=-1, keepdim=True) @ V
+
+    assert EX.q4.check(fix) == accepted, capsys.readouterr().out
+
+
+def test_checkers_accept_other_correct_fixes(capsys):
+    real = lambda x, lengths: torch.arange(x.shape[1])[None, :] < torch.as_tensor(lengths)[:, None]
+    fixes = {
+        # q1: a float key_padding_mask of -inf on the pads, the other mask kind nn.MultiheadAttention accepts.
+        "q1": lambda mha, x, lengths: mha(x, x, x, key_padding_mask=torch.zeros(x.shape[:2], dtype=x.dtype).masked_fill(~real(x, lengths), -math.inf))[0],
+        # q2: the additive mask handed to SDPA as what it is, a float mask.
+        "q2": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype)),
+        # q3: log of the 1/0 triangle is the 0/-inf additive mask.
+        "q3": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(q.shape[-2], q.shape[-2], dtype=q.dtype).tril().log()),
+    }
+    for name, fix in fixes.items():
+        assert getattr(EX, name).check(fix), capsys.readouterr().out
+
+
+def test_q2_accepts_a_finite_fill_of_minus_1e4_with_the_right_polarity_on_its_order_one_scores(capsys):
+    def fix(q, k, v):
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype)
+        return torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(mask != 0, -1e4), dim=-1) @ v
+
+    assert EX.q2.check(fix), capsys.readouterr().out

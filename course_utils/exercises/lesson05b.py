@@ -10,6 +10,10 @@ Tolerances: every input is float64 and every reference is computed by torch in
 float64, so a correct answer agrees to rounding (rtol 1e-9, atol 1e-12); the
 invariance checks allow 1e-12, while every leak they exist to catch moves the
 protected outputs by 1e-3 or more.
+
+Fill values: q2 and q3 accept a finite fill such as -1e4 with the right polarity, since
+their scores are of order 1 and exp(fill - max) is then exactly 0 in float64; the weak
+fill is q4's subject, whose case with scores of size 1e6 rejects -1e5 and -1e4.
 """
 
 from __future__ import annotations
@@ -159,6 +163,8 @@ def encode(mha, x, lengths):
 `nn.MultiheadAttention` (both `attn_mask` and `key_padding_mask`) reads it as *True = blocked*.
 The buggy version hid every real token and left only the pads visible. Negating the mask
 (`~real`) fixes it. (`need_weights=False` also lets the layer use SDPA's fast kernel.)
+The same confusion, the other way round, was reported in rasbt/LLMs-from-scratch issue 1061
+(2026): a mask with True on the future, passed to SDPA, which reads True as *may attend*.
 """
 
 
@@ -300,7 +306,9 @@ def causal_attention(q, k, v):
 attend, -inf where it may not. `masked_fill(mask == 0, ...)` treats it as the 1/0 mask of the
 Annotated Transformer, and so blocks exactly the keys that should be seen. Add it, or convert it
 once: `allowed = mask == 0`, then `scores.masked_fill(~allowed, float("-inf"))`; or simply
-`F.scaled_dot_product_attention(q, k, v, is_causal=True)`.
+`F.scaled_dot_product_attention(q, k, v, is_causal=True)`. A relative in real code:
+huggingface/transformers pull request 38094 (2025) fixed Llama 4's SDPA path, which turned an
+additive mask (0 = attend, a large negative number = blocked) into a bool mask and so inverted it.
 """
 
 
@@ -421,7 +429,8 @@ variance grows with `head_dim` (lesson 03) and the scale is `1/sqrt(head_dim)`, 
 `1/sqrt(d_model)`: the buggy scale made every head's softmax too flat. (2) A *float*
 `attn_mask` is added to the scores: `tril(ones)` adds 1 to the allowed keys and 0 to the
 future ones, blocking nothing. Use a bool mask, `torch.ones(L, L, dtype=torch.bool).tril()`,
-or `is_causal=True`.
+or `is_causal=True`. The model-width scale was reported and fixed in lucidrains/vit-pytorch
+(issue 65, 2021) and karpathy/ng-video-lecture (pull request 6, 2023).
 """
 
 
@@ -549,7 +558,8 @@ With `d_k` defined, the seed's -1e9 gives the right weights on every row with an
 on a row with none it gives uniform weights, so that query's output is the average of all
 values, where torch's SDPA returns zeros. A fill of -inf removes blocked keys whatever the
 scores are, and the empty rows are then zeroed explicitly (here through `nan_to_num`; or multiply
-the output by `mask.any(-1, keepdim=True)`).
+the output by `mask.any(-1, keepdim=True)`). A far finite fill with the same guard is right too;
+-1e5 or -1e4 is not, as the case with scores of size 1e6 shows.
 """
 
 
