@@ -158,6 +158,8 @@ def _q2() -> FunctionExercise:
             "At alpha = 2, p ** 0 is 1 even where p = 0: restrict s to p > 0 with np.where.",
         ],
         solution=_Q2_SOLUTION,
+        # Tight on purpose: any float64 form of J g (the full matrix, masking after the power) agrees to
+        # about 1e-16, while the wrong answers above miss by 1e-2 or more. A float32 answer is not accepted.
         atol=1e-12,
         rtol=1e-9,
     )
