@@ -64,6 +64,13 @@ def _q1_ascending_sort(x: np.ndarray) -> np.ndarray:
     return np.maximum(x - tau, 0)
 
 
+def _q1_sorted_order(x: np.ndarray) -> np.ndarray:
+    z, cumsum, k = _sorted_cumsum(x)
+    support = (1 + k * z > cumsum).sum()
+    tau = (cumsum[support - 1] - 1) / support
+    return np.maximum(z - tau, 0)  # the weights of the sorted copy, not of x
+
+
 def _q1_renormalized_softmax(x: np.ndarray) -> np.ndarray:
     p = softmax(x)
     p = np.where(p < 0.1, 0.0, p)
@@ -124,6 +131,7 @@ def _q1() -> FunctionExercise:
             "forgetting the 1 in the support test": _q1_no_plus_one,
             "forgetting the -1 in tau": _q1_no_minus_one,
             "sorting ascending": _q1_ascending_sort,
+            "returning the weights in sorted order instead of the order of x": _q1_sorted_order,
             "softmax with small weights dropped, renormalized": _q1_renormalized_softmax,
             "relu(x) / sum(relu(x))": _q1_relu_normalization,
             "sorting the input in place": _q1_sorts_in_place,

@@ -84,6 +84,17 @@ def _q2_sum_of_squares(g, p, alpha):
     return s * g - (s @ g) / (s @ s) * s
 
 
+def _q2_normalized_s(g, p, alpha):
+    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2.0 - alpha), 0.0)
+    s = s / s.sum()  # normalizing s first scales J by 1 / sum(s)
+    return s * g - (s @ g) * s
+
+
+def _q2_mean_under_p(g, p, alpha):
+    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2.0 - alpha), 0.0)
+    return s * (g - p @ g)
+
+
 def _q2_unweighted(g, p, alpha):
     s = (p > 0).astype(float)
     return s * g - (s @ g) / s.sum() * s
@@ -138,6 +149,8 @@ def _q2() -> FunctionExercise:
             "dividing by the support size instead of the sum of s": _q2_count_not_sum,
             "dividing by the sum of squares of s": _q2_sum_of_squares,
             "the support indicator for every alpha (sparsemax's Jacobian)": _q2_unweighted,
+            "normalizing s to sum 1 before using it twice": _q2_normalized_s,
+            "subtracting the p-weighted mean of g instead of the s-weighted one": _q2_mean_under_p,
         },
         hints=[
             "J = Diag(s) - s s^T / sum(s), so J g = s * g - (s . g) / sum(s) * s.",
@@ -145,6 +158,8 @@ def _q2() -> FunctionExercise:
             "At alpha = 2, p ** 0 is 1 even where p = 0: restrict s to p > 0 with np.where.",
         ],
         solution=_Q2_SOLUTION,
+        # Tight on purpose: any float64 form of J g (the full matrix, masking after the power) agrees to
+        # about 1e-16, while the wrong answers above miss by 1e-2 or more. A float32 answer is not accepted.
         atol=1e-12,
         rtol=1e-9,
     )
