@@ -190,16 +190,13 @@ def course_map_markdown(course: Mapping[str, Lesson], folder: str = "", *, objec
     <BLANKLINE>
     **Total: 30 minutes** (about 0.5 hours).
     """
-    rows = ["| Lesson | Minutes | You will be able to | Do first |", "|---|---|---|---|"]
-    if not objectives:
-        rows = ["| Lesson | Minutes | Do first |", "|---|---|---|"]
+    header = ["Lesson", "Minutes", *(["You will be able to"] if objectives else []), "Do first"]
+    rows = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for lesson in course.values():
-        first = ", ".join(lesson.requires) if lesson.requires else "(none)"
-        if not objectives:
-            rows.append(f"| {lesson.link_from(folder)} | {lesson.minutes} | {first} |")
-            continue
         listed = "<br>".join(f"• {o}" for o in lesson.objectives) if len(lesson.objectives) > 1 else lesson.objectives[0]
-        rows.append(f"| {lesson.link_from(folder)} | {lesson.minutes} | {listed} | {first} |")
+        first = ", ".join(lesson.requires) if lesson.requires else "(none)"
+        cells = [lesson.link_from(folder), str(lesson.minutes), *([listed] if objectives else []), first]
+        rows.append("| " + " | ".join(cells) + " |")
     total = sum(lesson.minutes for lesson in course.values())
     return "\n".join(rows) + f"\n\n**Total: {total} minutes** (about {total / 60:.1f} hours)."
 
