@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ._validation import check_int
 from .plotting import use_course_style
@@ -16,8 +17,10 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
     """Make a notebook reproducible and return its random generator.
 
     Seeds Python's ``random``, NumPy's legacy global generator and PyTorch;
-    pins PyTorch to `threads` threads (float32 reductions can round
-    differently with a different number of threads); prints arrays with 4
+    pins PyTorch and NumPy's BLAS (through threadpoolctl) to `threads`
+    threads (float32 reductions can round differently with a different
+    number of threads, and timings compare fairly only on equal threads);
+    prints arrays with 4
     decimals; and applies the course's figure style.
 
     Parameters
@@ -25,7 +28,7 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
     seed : int, default 0
         The seed for every generator.
     threads : int, default 1
-        Threads PyTorch may use.
+        Threads PyTorch and NumPy's BLAS may use.
 
     Returns
     -------
@@ -47,6 +50,8 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
     random.seed(seed)
     np.random.seed(seed)
     np.set_printoptions(precision=4, suppress=True)
+    # Without a `with`, the limit holds for the rest of the process.
+    threadpool_limits(limits=int(threads))
     try:
         import torch
     except ImportError:  # course_utils itself works without torch

@@ -51,3 +51,13 @@ def test_every_palette_colour_contrasts_with_the_white_figure(colour):
 def test_bad_setup_arguments_are_rejected_by_name(kwargs, error):
     with pytest.raises(error, match=next(iter(kwargs))):
         setup(**kwargs)
+
+
+def test_setup_pins_numpy_blas_threads_too():
+    from threadpoolctl import threadpool_info
+
+    setup(seed=0, threads=2)
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 2 for pool in blas)
+    setup(seed=0, threads=1)
+    assert all(pool["num_threads"] == 1 for pool in threadpool_info() if pool["user_api"] == "blas")
