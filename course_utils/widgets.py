@@ -9,7 +9,12 @@ from typing import Any, Callable, Mapping, Sequence
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython import get_ipython
+import PIL.Image
+from matplotlib.artist import Artist
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from numpy.typing import ArrayLike, DTypeLike
 
 from ._validation import as_real_array, check_int, check_positive_finite
@@ -35,118 +40,127 @@ __all__ = [
 ]
 
 
-#: Figures made by ``pyplot`` while an explorer draws its first frame (see :class:`_Explorer`).
-_FIRST_FRAME: list[plt.Figure] = []
+class _Explorer(widgets.VBox):
+    """Sliders above one figure that each slider move redraws in place; it also carries a still PNG of its first frame.
 
+    Every explorer in this module returns one. The figure is a
+    ``matplotlib.figure.Figure`` outside pyplot, so nothing shows it but the
+    explorer, and it reaches the page as the bytes of an ``ipywidgets.Image``:
+    one comm message a frame, with no output area cleared and redrawn.
 
-def _remember_figure(figure: plt.Figure) -> None:
-    """A matplotlib ``figure.hooks`` entry: note each figure pyplot makes during a first frame."""
-    _FIRST_FRAME.append(figure)
+    A frame costs only what changes. `build` draws what every frame shares
+    (axes, labels, ticks, fixed limits) and returns ``frame``; ``frame(**values)``
+    draws or updates what the sliders change and returns ``(result, artists)``,
+    the artists it changed or made. The first frame is laid out (constrained
+    layout) and rendered without those artists, and that rendering is kept
+    as the background; each frame then restores the background and draws only
+    its artists on top (matplotlib's blitting). Artists of the previous frame
+    that a frame does not return again are removed. A frame that changes
+    the limits of an axes renders the background anew.
 
-
-def _png_bytes(value: str | bytes) -> bytes:
-    """An ``image/png`` value of a display message (base64 text, or the raw bytes) as PNG bytes."""
-    return value if isinstance(value, bytes) else base64.b64decode(value)
-
-
-class _Explorer(widgets.interactive):
-    """An ``ipywidgets.interactive`` that also carries a still PNG of its starting state.
-
-    Every explorer in this module returns one, built exactly like
-    ``ipywidgets.interactive(draw, name=slider)``, where ``draw`` makes one
-    figure with pyplot and ends with ``plt.show()``.
-
-    Displayed, its bundle holds three views of one output:
-    ``application/vnd.jupyter.widget-view+json`` (the live slider, which
-    JupyterLab, Notebook and VS Code show when a kernel runs it), ``image/png``
-    (the still, which readers without a kernel show instead: GitHub, nbviewer,
-    ``jupyter nbconvert`` of a notebook without saved widget state, JupyterLab
-    on a notebook it does not trust) and a one-line ``text/plain``.
-
-    The still is the first frame. In a Jupyter kernel it is the very PNG the
-    live view showed first (taken from the kernel's display message); elsewhere
-    the figure the first frame made is saved as the inline backend saves it
-    (tight bounding box, the figure's dpi and colours).
+    Displayed, its bundle holds three views: the live widget
+    (``application/vnd.jupyter.widget-view+json``, which JupyterLab,
+    Notebook and VS Code show when a kernel runs it), ``image/png`` (the
+    still, which readers without a kernel show instead: GitHub, nbviewer,
+    ``jupyter nbconvert``, JupyterLab on a notebook it does not trust) and a
+    one-line ``text/plain``.
 
     Parameters
     ----------
-    draw : callable
-        Draws one frame for the slider values it is given and returns what
-        ``result`` should hold.
+    build : callable
+        ``build(figure)`` draws the shared part into the empty `figure` and
+        returns ``frame``, a function of the sliders' values, by keyword.
+    figsize : (float, float)
+        The figure's size in inches.
     **sliders
-        One widget (or ``interact`` abbreviation) per argument of `draw`.
+        One widget per keyword argument of ``frame``; a slider without a
+        description is labelled with its argument's name.
 
     Attributes
     ----------
-    still : bytes or None
-        The PNG of the first frame; None if it drew no pyplot figure.
+    figure : matplotlib.figure.Figure
+        The figure every frame is drawn into.
+    image : ipywidgets.Image
+        The widget that shows the frame, as PNG.
+    result
+        What the last frame returned as its result.
+    still : bytes
+        The PNG of the first frame.
 
     Examples
     --------
-    >>> def draw(n):
-    ...     fig, ax = plt.subplots()
-    ...     ax.bar(range(n), 1.0)
-    ...     return n
-    >>> import contextlib
-    >>> with contextlib.redirect_stdout(io.StringIO()):  # outside a notebook, clearing the output prints a terminal code
-    ...     explorer = _Explorer(draw, n=widgets.IntSlider(value=3, min=1, max=5))
-    >>> explorer.still[:8] == b"\\x89PNG\\r\\n\\x1a\\n"
-    True
-    >>> sorted(explorer._repr_mimebundle_())
-    ['application/vnd.jupyter.widget-view+json', 'image/png', 'text/plain']
+    >>> def build(fig):
+    ...     ax = fig.subplots()
+    ...     ax.set(xlim=(-1, 5), ylim=(0, 1.1))
+    ...     def frame(n):
+    ...         return n, list(ax.bar(range(n), 1.0))
+    ...     return frame
+    >>> explorer = _Explorer(build, figsize=(3.0, 2.0), n=widgets.IntSlider(value=3, min=1, max=5))
+    >>> explorer.still[:8] == b"\\x89PNG\\r\\n\\x1a\\n", explorer.result
+    (True, 3)
+    >>> explorer.children[0].value = 5  # a new frame; the still stays the first one
+    >>> explorer.result, len(explorer.figure.axes[0].patches), explorer.image.value == explorer.still
+    (5, 5, False)
     >>> explorer._repr_mimebundle_()["text/plain"]
     'explorer with slider n: run the notebook to move it'
     """
 
-    still: bytes | None = None
+    def __init__(self, build: Callable[[Figure], Callable[..., tuple[Any, list[Artist]]]], *,
+                 figsize: tuple[float, float], **sliders: widgets.ValueWidget) -> None:
+        self._sliders = sliders
+        for name, slider in sliders.items():
+            slider.description = slider.description or name
+        self.kwargs_widgets = list(sliders.values())
+        self.figure = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(self.figure)
+        self._frame = build(self.figure)
+        self._shown: list[Artist] = []
+        self._background: Any = None
+        self.result: Any = None
+        self.image = widgets.Image(format="png")
+        super().__init__([*sliders.values(), self.image])
+        self.add_class("widget-interact")
+        self.update()
+        self.still: bytes = bytes(self.image.value)
+        for slider in sliders.values():
+            slider.observe(self.update, names="value")
 
-    def __init__(self, draw: Callable[..., Any], **sliders: Any) -> None:
-        self._first = True
-        super().__init__(draw, **sliders)  # draws the first frame through update()
+    def _limits(self) -> list[tuple[float, ...]]:
+        return [(*ax.get_xlim(), *ax.get_ylim()) for ax in self.figure.axes]
 
-    def update(self, *args: Any) -> None:
-        """Draw the frame for the sliders' values; keep a PNG of the first one."""
-        if not self._first:
-            super().update(*args)
-            return
-        self._first = False
-        shown: list[bytes] = []
-
-        def keep_png(message: dict[str, Any]) -> dict[str, Any]:
-            data = message.get("content", {}).get("data", {})
-            if message.get("msg_type") == "display_data" and "image/png" in data:
-                shown.append(_png_bytes(data["image/png"]))
-            return message  # the message goes on to the live view unchanged
-
-        shell = get_ipython()
-        publisher = getattr(shell, "display_pub", None)
-        hooked = hasattr(publisher, "register_hook")  # an ipykernel kernel
-        if hooked:
-            publisher.register_hook(keep_png)
-        del _FIRST_FRAME[:]
-        try:
-            # Scoped: rc_context restores figure.hooks (and every other setting) afterwards.
-            with plt.rc_context({"figure.hooks": [f"{__name__}:_remember_figure"]}):
-                super().update(*args)
-        finally:
-            if hooked:
-                publisher.unregister_hook(keep_png)
-        if shown:
-            self.still = shown[-1]
-        elif _FIRST_FRAME:
-            figure = _FIRST_FRAME[-1]  # closed by plt.show() under the inline backend; it still saves
-            buffer = io.BytesIO()
-            figure.savefig(buffer, format="png", bbox_inches="tight", dpi=figure.dpi,
-                           facecolor=figure.get_facecolor(), edgecolor=figure.get_edgecolor())
-            self.still = buffer.getvalue()
-        del _FIRST_FRAME[:]
+    def update(self, *_: Any) -> None:
+        """Draw the frame for the sliders' current values and show it."""
+        figure, canvas = self.figure, self.figure.canvas
+        limits = self._limits()
+        self.result, artists = self._frame(**{name: slider.value for name, slider in self._sliders.items()})
+        keep = {id(artist) for artist in artists}
+        for old in self._shown:
+            if id(old) not in keep:
+                old.remove()
+        # The spines of an axes a frame draws in are drawn with the frame, in zorder, as a whole drawing
+        # draws them: above bars and images, below text.
+        axes = {id(artist.axes): artist.axes for artist in artists if getattr(artist, "axes", None) is not None}
+        spines = [spine for ax in axes.values() for spine in ax.spines.values() if id(spine) not in keep]
+        self._shown = list(artists)
+        for artist in [*artists, *spines]:
+            artist.set_animated(True)  # left out of the background, drawn on top of it
+        if self._background is None or self._limits() != limits:
+            canvas.draw()  # the background; the first time, laid out
+            figure.set_layout_engine("none")  # keep that layout: a frame must not move the axes
+            self._background = canvas.copy_from_bbox(figure.bbox)
+        else:
+            canvas.restore_region(self._background)
+        for artist in sorted([*artists, *spines], key=lambda artist: artist.get_zorder()):
+            figure.draw_artist(artist)
+        buffer = io.BytesIO()  # compressed lightly: at the default level, encoding costs more than drawing
+        PIL.Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
+        self.image.value = buffer.getvalue()
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data = super()._repr_mimebundle_(**kwargs)
-        names = ", ".join(w.description or w._kwarg for w in self.kwargs_widgets)
+        names = ", ".join(slider.description for slider in self.kwargs_widgets)
         data["text/plain"] = f"explorer with slider {names}: run the notebook to move it"
-        if self.still is not None:
-            data["image/png"] = base64.b64encode(self.still).decode("ascii")
+        data["image/png"] = base64.b64encode(self.still).decode("ascii")
         return data
 
 
@@ -161,7 +175,21 @@ def _row_and_labels(scores: ArrayLike, labels: Sequence[str] | None) -> tuple[np
     return row, names
 
 
-def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
+def _bar_axes(fig: Figure, names: Sequence[str]) -> Axes:
+    """The fixed part of a bar chart of one row of attention weights: one axes, one tick per name, y from 0 to 1.12."""
+    ax = fig.subplots()
+    ax.set_xticks(range(len(names)), names)
+    ax.set(xlim=(-0.6, len(names) - 0.4), ylim=(0, 1.12), xlabel="position (token)", ylabel="attention weight")
+    return ax
+
+
+def _bars(ax: Axes, weights: np.ndarray, texts: Sequence[str]) -> list[Artist]:
+    """One bar per weight with its text on top: the artists of one frame of a bar chart from :func:`_bar_axes`."""
+    bars = ax.bar(range(len(weights)), weights, color=PALETTE[0])
+    return [*bars, *ax.bar_label(bars, labels=texts, padding=2)]
+
+
+def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> _Explorer:
     """A temperature slider that redraws ``softmax(scores / T)`` as a bar chart.
 
     Parameters
@@ -173,7 +201,7 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
 
     Returns
     -------
-    ipywidgets.interactive
+    ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatLogSlider`` from T = 0.01 to 100) and its ``result`` holds the
         weights last drawn.
@@ -195,25 +223,23 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
     """
     row, names = _row_and_labels(scores, labels)
 
-    def draw(temperature: float) -> np.ndarray:
-        weights = softmax(row, temperature=temperature)
-        fig, ax = plt.subplots(figsize=(5.6, 3.0))
-        bars = ax.bar(names, weights, color=PALETTE[0])
-        ax.bar_label(bars, labels=[f"{w:.3f}" for w in weights], padding=2)
-        ax.set_ylim(0, 1.12)
-        ax.set_xlabel("position (token)")
-        ax.set_ylabel("attention weight")
-        ax.set_title(f"softmax(scores / T) at T = {temperature:.2f}")
-        plt.show()
-        return weights
+    def build(fig: Figure) -> Callable[..., tuple[np.ndarray, list[Artist]]]:
+        ax = _bar_axes(fig, names)
+
+        def frame(temperature: float) -> tuple[np.ndarray, list[Artist]]:
+            weights = softmax(row, temperature=temperature)
+            ax.set_title(f"softmax(scores / T) at T = {temperature:.2f}")
+            return weights, [*_bars(ax, weights, [f"{w:.3f}" for w in weights]), ax.title]
+
+        return frame
 
     slider = widgets.FloatLogSlider(
         value=1.0, base=10, min=-2, max=2, step=0.01, description="T", readout_format=".2f", continuous_update=True
     )
-    return _Explorer(draw, temperature=slider)
+    return _Explorer(build, figsize=(5.6, 3.0), temperature=slider)
 
 
-def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widgets.interactive:
+def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explorer:
     """A d_k slider that redraws random attention scores with and without the 1/sqrt(d_k) scaling.
 
     Left: the histogram of the raw scores ``q·k`` and of the scaled scores
@@ -234,7 +260,7 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widget
 
     Returns
     -------
-    ipywidgets.interactive
+    ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``SelectionSlider`` over d_k = 1, 2, 4, ..., 1024, starting at 64) and
         its ``result`` is a dict with the row last drawn: ``"d_k"``,
@@ -263,33 +289,44 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> widget
     # One x-range for every position: 4 standard deviations of the raw scores at the largest d_k.
     bins = np.linspace(-4 * np.sqrt(options[-1]), 4 * np.sqrt(options[-1]), 129)
 
-    def draw(d_k: int) -> dict[str, object]:
-        raw = sample_scores(d_k, n_k, n_r, np.random.default_rng([base_seed, d_k]))
-        scaled = raw / np.sqrt(d_k)
-        row = {"d_k": d_k, "scores": raw[0], "raw": softmax(raw[0]), "scaled": softmax(scaled[0])}
-        fig, (ax_hist, ax_row) = plt.subplots(1, 2, figsize=(10.0, 3.4))
-        ax_hist.hist(raw.ravel(), bins=bins, histtype="stepfilled", color=PALETTE[0], alpha=0.7, label="raw q·k")
-        ax_hist.hist(scaled.ravel(), bins=bins, histtype="stepfilled", color=PALETTE[1], alpha=0.7, label="q·k / √d_k")
-        ax_hist.set_xlabel("attention score")
-        ax_hist.set_ylabel(f"count (of {raw.size} scores)")
-        ax_hist.set_title(f"Scores at d_k = {d_k} (raw std ≈ √d_k = {np.sqrt(d_k):.1f})")
-        ax_hist.legend()
+    def sample(d_k: int) -> np.ndarray:
+        return sample_scores(d_k, n_k, n_r, np.random.default_rng([base_seed, d_k]))
+
+    def build(fig: Figure) -> Callable[..., tuple[dict[str, object], list[Artist]]]:
+        ax_hist, ax_row = fig.subplots(1, 2)
+        # The tallest bin is at the smallest d_k, where raw and scaled scores are the most peaked;
+        # a frame with a taller one raises the limit (and the background is drawn anew).
+        tallest = max(np.histogram(sample(d) / np.sqrt(d), bins=bins)[0].max() for d in options[:2])
+        ax_hist.set(xlim=(bins[0], bins[-1]), ylim=(0, 1.08 * tallest), xlabel="attention score",
+                    ylabel=f"count (of {n_r * n_k} scores)")
+        legend = [Patch(color=PALETTE[0], alpha=0.7, label="raw q·k"), Patch(color=PALETTE[1], alpha=0.7, label="q·k / √d_k")]
+        ax_hist.legend(handles=legend)
         keys = np.arange(n_k)
-        ax_row.bar(keys - 0.2, row["raw"], width=0.4, color=PALETTE[0], label="softmax(raw)")
-        ax_row.bar(keys + 0.2, row["scaled"], width=0.4, color=PALETTE[1], label="softmax(scaled)")
-        ax_row.set_ylim(0, 1.05)
-        ax_row.set_xlabel("key")
-        ax_row.set_ylabel("attention weight")
-        ax_row.set_title("One attention row")
-        ax_row.legend()
-        plt.show()
-        return row
+        ax_row.set(xlim=(-0.7, n_k - 0.3), ylim=(0, 1.05), xlabel="key", ylabel="attention weight", title="One attention row")
+        ax_row.legend(handles=[Patch(color=PALETTE[0], label="softmax(raw)"), Patch(color=PALETTE[1], label="softmax(scaled)")])
+
+        def frame(d_k: int) -> tuple[dict[str, object], list[Artist]]:
+            raw = sample(d_k)
+            scaled = raw / np.sqrt(d_k)
+            row = {"d_k": d_k, "scores": raw[0], "raw": softmax(raw[0]), "scaled": softmax(scaled[0])}
+            shown: list[Artist] = []
+            for scores, colour in ((raw, PALETTE[0]), (scaled, PALETTE[1])):
+                counts = np.histogram(scores, bins=bins)[0]
+                if counts.max() > ax_hist.get_ylim()[1]:
+                    ax_hist.set_ylim(0, 1.08 * counts.max())
+                shown += ax_hist.stairs(counts, bins, fill=True, color=colour, alpha=0.7),
+            ax_hist.set_title(f"Scores at d_k = {d_k} (raw std ≈ √d_k = {np.sqrt(d_k):.1f})")
+            shown += ax_row.bar(keys - 0.2, row["raw"], width=0.4, color=PALETTE[0])
+            shown += ax_row.bar(keys + 0.2, row["scaled"], width=0.4, color=PALETTE[1])
+            return row, [*shown, ax_hist.title]
+
+        return frame
 
     slider = widgets.SelectionSlider(options=options, value=64, description="d_k", continuous_update=True)
-    return _Explorer(draw, d_k=slider)
+    return _Explorer(build, figsize=(10.0, 3.4), d_k=slider)
 
 
-def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> widgets.interactive:
+def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> _Explorer:
     """An α slider that redraws α-entmax of one row of scores, from softmax (α = 1) to sparsemax (α = 2) and beyond.
 
     Parameters
@@ -301,7 +338,7 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> wi
 
     Returns
     -------
-    ipywidgets.interactive
+    ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatSlider`` from α = 1 to 3 in steps of 0.05, starting at 1) and its
         ``result`` holds the weights last drawn. The title names the mapping and
@@ -343,30 +380,28 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> wi
             return sparsemax(row), "sparsemax"
         return entmax_bisect(row, alpha=alpha), f"{alpha:.2f}-entmax"
 
-    def draw(alpha: float) -> np.ndarray:
-        weights, name = mapping(float(alpha))
-        support = int(np.count_nonzero(weights))
-        fig, ax = plt.subplots(figsize=(5.6, 3.0))
-        bars = ax.bar(names, weights, color=PALETTE[0])
-        # "0" only for an exact zero; a tiny positive weight must not read as one.
-        texts = ["0" if w == 0 else "<0.001" if w < 0.0005 else f"{w:.3f}" for w in weights]
-        ax.bar_label(bars, labels=texts, padding=2)
-        ax.set_ylim(0, 1.12)
-        ax.set_xlabel("position (token)")
-        ax.set_ylabel("attention weight")
-        ax.set_title(f"α = {alpha:.2f} ({name}): support {support} of {row.size}")
-        plt.show()
-        return weights
+    def build(fig: Figure) -> Callable[..., tuple[np.ndarray, list[Artist]]]:
+        ax = _bar_axes(fig, names)
+
+        def frame(alpha: float) -> tuple[np.ndarray, list[Artist]]:
+            weights, name = mapping(float(alpha))
+            support = int(np.count_nonzero(weights))
+            # "0" only for an exact zero; a tiny positive weight must not read as one.
+            texts = ["0" if w == 0 else "<0.001" if w < 0.0005 else f"{w:.3f}" for w in weights]
+            ax.set_title(f"α = {alpha:.2f} ({name}): support {support} of {row.size}")
+            return weights, [*_bars(ax, weights, texts), ax.title]
+
+        return frame
 
     slider = widgets.FloatSlider(
         value=1.0, min=1.0, max=3.0, step=0.05, description="α", readout_format=".2f", continuous_update=True
     )
-    return _Explorer(draw, alpha=slider)
+    return _Explorer(build, figsize=(5.6, 3.0), alpha=slider)
 
 
 def overflow_explorer(
     *, x: float = 10.0, dtypes: Sequence[DTypeLike] = ("float16", "float32", "float64")
-) -> widgets.interactive:
+) -> _Explorer:
     """A slider for the largest score x that redraws the naive and the stable softmax of ``[x, 0]`` in each dtype.
 
     One panel per dtype: the two weights of the textbook formula
@@ -386,7 +421,7 @@ def overflow_explorer(
 
     Returns
     -------
-    ipywidgets.interactive
+    ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatLogSlider`` from x = 1 to 1000, so the limits near 11, 88.7 and
         709.8 are evenly spread) and its ``result`` is a dict with what was
@@ -432,45 +467,53 @@ def overflow_explorer(
     def label(w: float) -> str:
         return "NaN" if np.isnan(w) else "0" if w == 0 else f"{w:.3g}"
 
-    def draw(x: float) -> dict[str, object]:
-        drawn: dict[str, object] = {"x": float(x), "naive": {}, "stable": {}}
-        fig, axes = plt.subplots(1, len(limits), figsize=(3.4 * len(limits) + 0.6, 3.5), sharey=True, squeeze=False)
-        for ax, (name, lim) in zip(axes[0], limits.items()):
-            row = np.array([x, 0.0], dtype=lim.dtype)
-            with np.errstate(over="ignore"):
-                e_x = np.exp(row[0])
-            naive, stable = naive_softmax(row), softmax(row)
-            drawn["naive"][name], drawn["stable"][name] = naive, stable
-            weights = np.concatenate([naive, stable]).astype(np.float64)
-            colours = [PALETTE[1], PALETTE[1], PALETTE[0], PALETTE[0]]
-            bad = np.isnan(weights)
-            bars = ax.bar(positions, np.where(bad, 1.0, weights), color=colours, width=0.8)
-            for bar, is_bad in zip(bars, bad):
-                if is_bad:  # NaN has no height: a hatched outline the full height of the axis
-                    bar.set_facecolor("white")
-                    bar.set_edgecolor(PALETTE[1])
-                    bar.set_hatch("///")
-            ax.bar_label(bars, labels=[label(w) for w in weights], padding=2, fontsize=9)
+    colours = [PALETTE[1], PALETTE[1], PALETTE[0], PALETTE[0]]
+
+    def build(fig: Figure) -> Callable[..., tuple[dict[str, object], list[Artist]]]:
+        axes = fig.subplots(1, len(limits), sharey=True, squeeze=False)[0]
+        notes = []
+        for ax in axes:
             ax.set_xticks(positions, ticks, fontsize=9)
-            ax.set_ylim(0, 1.35)
-            ax.set_xlabel("weight of score x and of score 0")
-            broken = bool(np.isnan(naive).any())
-            ax.set_title(f"{name}: " + ("naive gives NaN" if broken else "naive still finite"),
-                         color=PALETTE[1] if broken else INK)
-            ax.text(0.5, 0.97, f"$e^x$ = {float(e_x):.3g}; finite up to x = {lim.largest:.2f}", transform=ax.transAxes,
-                    ha="center", va="top", fontsize=9)
-        axes[0][0].set_ylabel("weight")
-        fig.suptitle(f"softmax([x, 0]) at x = {x:.1f}: naive (vermillion) vs stable (blue)")
-        plt.show()
-        return drawn
+            ax.set(xlim=(positions[0] - 0.6, positions[-1] + 0.6), ylim=(0, 1.35), xlabel="weight of score x and of score 0")
+            notes.append(ax.text(0.5, 0.97, "", transform=ax.transAxes, ha="center", va="top", fontsize=9))
+        axes[0].set_ylabel("weight")
+        fig.suptitle(" ")
+
+        def frame(x: float) -> tuple[dict[str, object], list[Artist]]:
+            drawn: dict[str, object] = {"x": float(x), "naive": {}, "stable": {}}
+            shown: list[Artist] = []
+            for ax, note, (name, lim) in zip(axes, notes, limits.items()):
+                row = np.array([x, 0.0], dtype=lim.dtype)
+                with np.errstate(over="ignore"):
+                    e_x = np.exp(row[0])
+                naive, stable = naive_softmax(row), softmax(row)
+                drawn["naive"][name], drawn["stable"][name] = naive, stable
+                weights = np.concatenate([naive, stable]).astype(np.float64)
+                bad = np.isnan(weights)
+                bars = ax.bar(positions, np.where(bad, 1.0, weights), color=colours, width=0.8)
+                for bar, is_bad in zip(bars, bad):
+                    if is_bad:  # NaN has no height: a hatched outline the full height of the axis
+                        bar.set_facecolor("white")
+                        bar.set_edgecolor(PALETTE[1])
+                        bar.set_hatch("///")
+                broken = bool(np.isnan(naive).any())
+                ax.set_title(f"{name}: " + ("naive gives NaN" if broken else "naive still finite"),
+                             color=PALETTE[1] if broken else INK)
+                note.set_text(f"$e^x$ = {float(e_x):.3g}; finite up to x = {lim.largest:.2f}")
+                shown += [*bars, *ax.bar_label(bars, labels=[label(w) for w in weights], padding=2, fontsize=9),
+                          ax.title, note]
+            fig.suptitle(f"softmax([x, 0]) at x = {x:.1f}: naive (vermillion) vs stable (blue)")
+            return drawn, [*shown, fig._suptitle]
+
+        return frame
 
     slider = widgets.FloatLogSlider(
         value=start, base=10, min=0, max=3, step=0.01, description="x", readout_format=".1f", continuous_update=True
     )
-    return _Explorer(draw, x=slider)
+    return _Explorer(build, figsize=(3.4 * len(limits) + 0.6, 3.5), x=slider)
 
 
-def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] | None = None) -> widgets.interactive:
+def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] | None = None) -> _Explorer:
     """A slider for the scale c that redraws ``softmax(c·z)`` and the heatmap of its Jacobian.
 
     Left: the weights as bars. Right: the Jacobian
@@ -490,7 +533,7 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
 
     Returns
     -------
-    ipywidgets.interactive
+    ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatLogSlider`` from c = 0.1 to 100, starting at 1) and its
         ``result`` is a dict with what was last drawn: ``"c"``, ``"weights"``
@@ -515,38 +558,40 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
     """
     row, names = _row_and_labels(np.random.default_rng(0).standard_normal(8) if scores is None else scores, labels)
 
-    def draw(c: float) -> dict[str, object]:
-        weights = softmax(c * row)
-        jac = softmax_jacobian(weights)
-        norm = float(np.linalg.norm(jac))
-        fig, (ax_bar, ax_jac) = plt.subplots(1, 2, figsize=(10.0, 3.9), width_ratios=(1.15, 1.0))
-        ax_bar.bar(names, weights, color=PALETTE[0])
-        ax_bar.set_ylim(0, 1.05)
-        ax_bar.set_xlabel("position (token)")
-        ax_bar.set_ylabel("attention weight")
-        ax_bar.set_title(f"softmax(c·z) at c = {c:.2f}: largest weight {weights.max():.3f}")
-        if row.size > 8:
-            ax_bar.tick_params(axis="x", labelsize=8)
-        image = ax_jac.imshow(jac, cmap=COLORMAP, vmin=-0.25, vmax=0.25)
-        ax_jac.set_xticks(range(row.size), names, fontsize=8 if row.size > 8 else None)
-        ax_jac.set_yticks(range(row.size), names, fontsize=8 if row.size > 8 else None)
+    def build(fig: Figure) -> Callable[..., tuple[dict[str, object], list[Artist]]]:
+        ax_bar, ax_jac = fig.subplots(1, 2, width_ratios=(1.15, 1.0))
+        small = 8 if row.size > 8 else None
+        ax_bar.set_xticks(range(row.size), names, fontsize=small)
+        ax_bar.set(xlim=(-0.6, row.size - 0.4), ylim=(0, 1.05), xlabel="position (token)", ylabel="attention weight")
+        image = ax_jac.imshow(np.zeros((row.size, row.size)), cmap=COLORMAP, vmin=-0.25, vmax=0.25)
+        ax_jac.set_xticks(range(row.size), names, fontsize=small)
+        ax_jac.set_yticks(range(row.size), names, fontsize=small)
         ax_jac.set_xlabel("score $x_k$ (column k)")
         ax_jac.set_ylabel("weight $p_i$ (row i)")
-        ax_jac.set_title(f"Jacobian $J$: Frobenius norm {norm:.2e}")
         ax_jac.grid(False)
         fig.colorbar(image, ax=ax_jac, shrink=0.9, label=r"$\partial p_i / \partial x_k$")
-        plt.show()
-        return {"c": float(c), "weights": weights, "jacobian": jac, "norm": norm}
+
+        def frame(c: float) -> tuple[dict[str, object], list[Artist]]:
+            weights = softmax(c * row)
+            jac = softmax_jacobian(weights)
+            norm = float(np.linalg.norm(jac))
+            bars = ax_bar.bar(range(row.size), weights, color=PALETTE[0])
+            ax_bar.set_title(f"softmax(c·z) at c = {c:.2f}: largest weight {weights.max():.3f}")
+            image.set_data(jac)
+            ax_jac.set_title(f"Jacobian $J$: Frobenius norm {norm:.2e}")
+            return {"c": float(c), "weights": weights, "jacobian": jac, "norm": norm}, [*bars, image, ax_bar.title, ax_jac.title]
+
+        return frame
 
     slider = widgets.FloatLogSlider(
         value=1.0, base=10, min=-1, max=2, step=0.02, description="c", readout_format=".2f", continuous_update=True
     )
-    return _Explorer(draw, c=slider)
+    return _Explorer(build, figsize=(10.0, 3.9), c=slider)
 
 
 def mask_explorer(
     *, max_len: int = 8, n_real: int = 3, padding: str = "left", seed: int = 0
-) -> widgets.interactive:
+) -> _Explorer:
     """A slider for the number of real tokens that redraws causal + padding masked attention weights.
 
     One padded sequence of `max_len` positions, `n_real` of them real tokens
@@ -575,7 +620,7 @@ def mask_explorer(
 
     Returns
     -------
-    ipywidgets.interactive
+    ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (an
         ``IntSlider`` from 0 to `max_len` real tokens) and its ``result`` is
         a dict with what was last drawn: ``"n_real"``, ``"scores"`` (the
@@ -611,43 +656,50 @@ def mask_explorer(
     scores = q @ k.T / 2.0
     causal = causal_mask(size)
 
-    def draw(n_real: int) -> dict[str, object]:
-        real = padding_mask([n_real], size)[0]
-        if padding == "left":
-            real = real[::-1]
-        mask = causal & real[None, :]
-        _, weights = scaled_dot_product_attention(q, k, values, mask=mask)
-        names = [f"{i} tok" if real[i] else f"{i} pad" for i in range(size)]
-        empty = ~mask.any(axis=-1)
-        fig, ax = plt.subplots(figsize=(6.4, 5.2))
+    def build(fig: Figure) -> Callable[..., tuple[dict[str, object], list[Artist]]]:
+        ax = fig.subplots()
         cmap = plt.get_cmap(COLORMAP).with_extremes(bad=_BLOCKED)
-        image = ax.imshow(np.ma.masked_array(weights, ~mask), cmap=cmap, vmin=0.0, vmax=1.0)
-        ax.set_xticks(range(size), names, rotation=45, ha="right")
-        ax.set_yticks(range(size), names)
-        for tick, e in zip(ax.get_yticklabels(), empty):
-            if e:
-                tick.set_color(PALETTE[1])
+        image = ax.imshow(np.ma.masked_all((size, size)), cmap=cmap, vmin=0.0, vmax=1.0)
+        # The longest tick labels, so that the layout leaves room for every frame's.
+        ax.set_xticks(range(size), [f"{i} tok" for i in range(size)], rotation=45, ha="right")
+        ax.set_yticks(range(size), [f"{i} tok" for i in range(size)])
         ax.set_xlabel("key (attended to); grey = blocked, weight exactly 0")
         ax.set_ylabel("query (attending)")
         ax.grid(False)
-        for i in range(size):
-            if empty[i]:
-                ax.text((size - 1) / 2, i, "no key allowed: all weights 0", ha="center", va="center",
-                        fontsize=9, color=INK)
-            elif size <= 12:
-                for j in np.flatnonzero(mask[i]):
-                    ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8,
-                            color="black" if weights[i, j] > 0.55 else "white")
-        ax.set_title(f"Causal + {padding} padding: {n_real} real of {size}, {int(empty.sum())} fully masked rows")
         fig.colorbar(image, ax=ax, shrink=0.85, label="attention weight")
-        plt.show()
-        return {"n_real": int(n_real), "scores": scores, "mask": mask, "weights": weights}
+
+        def frame(n_real: int) -> tuple[dict[str, object], list[Artist]]:
+            real = padding_mask([n_real], size)[0]
+            if padding == "left":
+                real = real[::-1]
+            mask = causal & real[None, :]
+            _, weights = scaled_dot_product_attention(q, k, values, mask=mask)
+            names = [f"{i} tok" if real[i] else f"{i} pad" for i in range(size)]
+            empty = ~mask.any(axis=-1)
+            image.set_data(np.ma.masked_array(weights, ~mask))
+            ax.set_xticks(range(size), names, rotation=45, ha="right")
+            ax.set_yticks(range(size), names)
+            for tick, e in zip(ax.get_yticklabels(), empty):
+                tick.set_color(PALETTE[1] if e else INK)
+            texts: list[Artist] = []
+            for i in range(size):
+                if empty[i]:
+                    texts.append(ax.text((size - 1) / 2, i, "no key allowed: all weights 0", ha="center",
+                                         va="center", fontsize=9, color=INK))
+                elif size <= 12:
+                    texts += [ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center", fontsize=8,
+                                      color="black" if weights[i, j] > 0.55 else "white") for j in np.flatnonzero(mask[i])]
+            ax.set_title(f"Causal + {padding} padding: {n_real} real of {size}, {int(empty.sum())} fully masked rows")
+            drawn = {"n_real": int(n_real), "scores": scores, "mask": mask, "weights": weights}
+            return drawn, [image, ax.xaxis, ax.yaxis, *texts, ax.title]
+
+        return frame
 
     slider = widgets.IntSlider(
         value=start, min=0, max=size, step=1, description="real tokens", style={"description_width": "initial"},
         continuous_update=True,
     )
-    return _Explorer(draw, n_real=slider)
+    return _Explorer(build, figsize=(6.4, 5.2), n_real=slider)
 
 
 def fading_explorer(
@@ -678,7 +730,7 @@ def fading_explorer(
 
     Returns
     -------
-    ipywidgets.interactive
+    ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatLogSlider`` over n from 2 to `max_n`; n is its value rounded
         to an int) and its ``result`` is a dict with what was last drawn:
@@ -715,23 +767,25 @@ def fading_explorer(
             raise TypeError(f"mappings[{name!r}] must be a function of one row; got {type(f).__name__}")
     colours = [PALETTE[i % len(PALETTE)] for i in range(len(chosen))]
 
-    def draw(n_float: float) -> dict[str, object]:
-        n = int(round(n_float))
-        row = np.zeros(n)
-        row[-1] = a
-        weights = {name: float(f(row)[-1]) for name, f in chosen.items()}
-        fig, ax = plt.subplots(figsize=(7.0, 3.4))
-        bars = ax.barh(list(weights)[::-1], list(weights.values())[::-1], color=colours[::-1])
-        ax.bar_label(bars, labels=[f"{w:.4f}" for w in list(weights.values())[::-1]], padding=3)
-        ax.set_xlim(0, 1.15)
-        ax.set_xlabel("weight of the one relevant key")
-        ax.set_ylabel("mapping")
-        ax.set_title(f"One relevant key (score {a:g}) among n = {n:,} keys")
-        plt.show()
-        return {"n": n, "weights": weights}
+    def build(fig: Figure) -> Callable[..., tuple[dict[str, object], list[Artist]]]:
+        ax = fig.subplots()
+        ax.set_yticks(range(len(chosen)), list(chosen)[::-1])  # the first mapping on top
+        ax.set(xlim=(0, 1.15), ylim=(-0.6, len(chosen) - 0.4), xlabel="weight of the one relevant key", ylabel="mapping")
+
+        def frame(n_float: float) -> tuple[dict[str, object], list[Artist]]:
+            n = int(round(n_float))
+            row = np.zeros(n)
+            row[-1] = a
+            weights = {name: float(f(row)[-1]) for name, f in chosen.items()}
+            bars = ax.barh(range(len(chosen)), list(weights.values())[::-1], color=colours[::-1])
+            labels = ax.bar_label(bars, labels=[f"{w:.4f}" for w in list(weights.values())[::-1]], padding=3)
+            ax.set_title(f"One relevant key (score {a:g}) among n = {n:,} keys")
+            return {"n": n, "weights": weights}, [*bars, *labels, ax.title]
+
+        return frame
 
     slider = widgets.FloatLogSlider(
         value=float(first), base=10, min=float(np.log10(2)), max=float(np.log10(top)), step=0.01,
         description="n", readout_format=".0f", continuous_update=True,
     )
-    return _Explorer(draw, n_float=slider)
+    return _Explorer(build, figsize=(7.0, 3.4), n_float=slider)
