@@ -19,7 +19,7 @@ ROUNDS ?= 5
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval browser browser-deps outputs install stress clean
+.PHONY: lab test unit nbval nbval-pair browser browser-deps outputs install stress clean
 
 install: $(STAMP)
 
@@ -37,18 +37,21 @@ $(STAMP): pyproject.toml requirements-ci.txt tools/install_torch.py | $(PY)
 lab: install
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-# Unit tests and doctests, side by side with strict nbval of every notebook with 1 and
-# with 2 threads, themselves side by side and beside a CPU burner, no cell longer than
-# CELL_LIMIT s (the hang check); then, alone so that slider latency is not measured
-# against that load, every notebook in JupyterLab in Chromium.
+# Unit tests, strict nbval of every notebook (with 2 threads; outputs are stored with 1) and
+# every notebook in JupyterLab in Chromium, all three side by side: nbval runs beside the
+# browser's runs and the unit tests (then a CPU burner), no cell longer than CELL_LIMIT s (the
+# hang check); the sliders are timed once the others have ended. See tools/run_checks.py.
 test: install browser-deps
-	@$(MAKE) --no-print-directory -j2 --output-sync=target unit nbval
-	@$(MAKE) --no-print-directory browser
+	@$(PY) tools/run_checks.py $(NBVAL)
 
 unit: install
 	$(PY) -m pytest -q -p no:cacheprovider -m "not browser" tests course_utils --doctest-modules
 
 nbval: install
+	OMP_NUM_THREADS=2 $(PY) -m pytest -q $(NBVAL) notebooks
+
+# Two strict nbval runs of every notebook (1 and 2 threads) side by side, beside a CPU burner.
+nbval-pair: install
 	@rm -f .nbval-1.log .nbval-2.log
 	@$(PY) -c "while True: pass" & burner=$$!; \
 	 OMP_NUM_THREADS=1 $(PY) -m pytest -q $(NBVAL) notebooks > .nbval-1.log 2>&1 & one=$$!; \
@@ -71,11 +74,11 @@ browser-deps:
 browser: install browser-deps
 	$(PY) -m pytest -q -p no:cacheprovider -m browser tests/test_browser.py
 
-# The instructor's check, longer: the nbval stage ROUNDS times over, each time every
-# notebook twice side by side beside a CPU burner, no cell longer than CELL_LIMIT s.
+# The instructor's check, longer: ROUNDS times over, every notebook twice side by side (1 and
+# 2 threads) beside a CPU burner, no cell longer than CELL_LIMIT s.
 stress: install
 	@for round in $$(seq $(ROUNDS)); do echo "=== stress round $$round of $(ROUNDS)"; \
-	  $(MAKE) --no-print-directory nbval || exit 1; done
+	  $(MAKE) --no-print-directory nbval-pair || exit 1; done
 
 # Re-execute every notebook in .venv and store its outputs (a clean Restart & Run All).
 outputs: install

@@ -1,0 +1,56 @@
+"""make test's driver (tools/run_checks.py): its stages run side by side, the sliders wait for quiet, any failure fails it."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import run_checks  # noqa: E402
+
+
+def _stage(code: str) -> tuple[list[str], dict[str, str]]:
+    return [sys.executable, "-c", code], {}
+
+
+def _stages(tmp_path: Path, unit_exit: int = 0) -> dict:
+    """Stand-in stages that leave marks in tmp_path: when each ran, and what the browser saw."""
+    mark = f"import os, pathlib, time; d = pathlib.Path({str(tmp_path)!r}); quiet = pathlib.Path(os.environ['COURSE_QUIET_FILE'])\n"
+    return {
+        "unit": _stage(mark + f"(d / 'unit-saw-busy').write_text(str(quiet.exists())); time.sleep(0.3)\n"
+                       f"(d / 'unit-ended').touch(); raise SystemExit({unit_exit})"),
+        "nbval": _stage(mark + "time.sleep(1.0); (d / 'nbval-ended').touch()"),
+        "browser": _stage(mark + "(d / 'browser-started').touch()\n"
+                          "while quiet.exists(): time.sleep(0.05)\n"
+                          "(d / 'browser-timed-after').write_text(' '.join(sorted(p.name for p in d.glob('*-ended'))))"),
+    }
+
+
+def test_the_stages_start_together_and_the_sliders_wait_until_unit_and_nbval_have_ended(tmp_path, capsys):
+    burner = [sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(tmp_path)!r}, 'burned').touch(); time.sleep(60)"]
+    assert run_checks.run(_stages(tmp_path), burner=burner) == 0
+    assert (tmp_path / "unit-saw-busy").read_text() == "True"
+    assert (tmp_path / "browser-timed-after").read_text() == "nbval-ended unit-ended"
+    assert (tmp_path / "burned").exists(), "the burner must take over when the unit tests end before nbval"
+    out = capsys.readouterr().out
+    assert "unit: passed" in out and "nbval: passed" in out and "browser: passed" in out
+
+
+@pytest.mark.parametrize("failing", ["unit", "nbval", "browser"])
+def test_any_failing_stage_fails_make_test_and_says_which(tmp_path, capsys, failing):
+    stages = _stages(tmp_path, unit_exit=3 if failing == "unit" else 0)
+    if failing != "unit":
+        command, env = stages[failing]
+        stages[failing] = ([*command[:-1], command[-1] + "\nraise SystemExit(3)"], env)
+    assert run_checks.run(stages, burner=[sys.executable, "-c", "pass"]) == 1
+    assert f"{failing}: FAILED" in capsys.readouterr().out
+
+
+def test_make_test_runs_the_driver_with_the_makefiles_nbval_options():
+    makefile = (ROOT / "Makefile").read_text()
+    assert "\t@$(PY) tools/run_checks.py $(NBVAL)\n" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0] + "\n"
+    nbval = run_checks.stages(["--nbval", "--nbval-cell-timeout=30"])["nbval"]
+    assert nbval[0][-3:] == ["--nbval", "--nbval-cell-timeout=30", "notebooks"] and nbval[1] == {"OMP_NUM_THREADS": "2"}

@@ -1,0 +1,92 @@
+"""Run every check of ``make test`` in about two and a half minutes on two cores.
+
+    python tools/run_checks.py NBVAL_OPTION...   # what `make test` runs, with the Makefile's $(NBVAL)
+
+Three stages start together:
+
+- **unit**: pytest on ``tests/`` and the doctests of ``course_utils``;
+- **nbval**: strict nbval of every notebook with the given options (the
+  Makefile's, which allow no cell more than ``CELL_LIMIT`` seconds), with
+  ``OMP_NUM_THREADS=2`` (the stored outputs are made with one thread, by
+  ``tools/notebooks.py execute``);
+- **browser**: every notebook in JupyterLab in headless Chromium, Run All,
+  three at a time.
+
+So nbval runs each notebook while the browser runs it too and the unit tests
+keep the CPUs busy: the load under which an ipykernel 7 widget cell used to
+hang (issue 16), and the hang check. When the unit tests end before nbval, a
+CPU burner takes their place until nbval ends. Only then, with the machine
+quiet again, does the browser stage time its sliders (it waits for the file
+named by ``COURSE_QUIET_FILE`` to disappear).
+
+Each stage's output is printed when it ends, then one line per stage with
+its time; the exit status is 0 only if every stage passed.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+BURNER = [sys.executable, "-c", "while True: pass"]
+Stages = dict[str, tuple[list[str], dict[str, str]]]
+
+
+def stages(nbval_options: list[str]) -> Stages:
+    """The three stages of make test: name -> (command, extra environment)."""
+    return {
+        "unit": (PYTEST + ["-m", "not browser", "tests", "course_utils", "--doctest-modules"], {}),
+        "nbval": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "2"}),
+        "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], {}),
+    }
+
+
+def run(stages: Stages, burner: list[str] = BURNER) -> int:
+    """Start every stage at once; print each one's output as it ends; 0 if all passed.
+
+    The stages named "unit" and "nbval" are the busy ones: the file named by
+    ``COURSE_QUIET_FILE`` in every stage's environment exists until both have
+    ended, and `burner` runs from the end of "unit" to the end of "nbval".
+    """
+    quiet = Path(tempfile.mkstemp(prefix="course-busy-")[1])  # exists while unit and nbval run
+    logs, running, started, took, codes = {}, {}, time.monotonic(), {}, {}
+    for name, (command, env) in stages.items():
+        logs[name] = tempfile.TemporaryFile(mode="w+")
+        running[name] = subprocess.Popen(command, cwd=ROOT, stdout=logs[name], stderr=subprocess.STDOUT,
+                                         env={**os.environ, **env, "COURSE_QUIET_FILE": str(quiet)})
+    burning = None
+    try:
+        while running:
+            for name, process in list(running.items()):
+                if process.poll() is not None:
+                    codes[name], took[name] = process.returncode, time.monotonic() - started
+                    del running[name]
+                    logs[name].seek(0)
+                    print(f"--- {name}\n{logs[name].read()}", flush=True)
+            if "unit" in codes and "nbval" in running and burning is None:
+                burning = subprocess.Popen(burner)
+            if "unit" in codes and "nbval" in codes and quiet.exists():
+                quiet.unlink()  # the browser stage may time its sliders now
+                if burning is not None:
+                    burning.kill()
+            time.sleep(0.1)
+    finally:
+        for process in [*running.values(), *([burning] if burning else [])]:
+            process.kill()
+        quiet.unlink(missing_ok=True)
+    for name in stages:
+        print(f"{name}: {'passed' if codes[name] == 0 else 'FAILED'} after {took[name]:.0f} s")
+    print(f"make test: {time.monotonic() - started:.0f} s")
+    return 0 if all(code == 0 for code in codes.values()) else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        raise SystemExit(__doc__)
+    sys.exit(run(stages(sys.argv[1:])))
