@@ -4,9 +4,9 @@ Each notebook stores, under ``metadata["course"]``, its lesson number, title,
 estimated minutes, learning objectives, prerequisites and the earlier lessons
 it builds on (``requires``). The notebook's first cell is generated from that
 record by :func:`header_markdown`, and the course map of the start-here
-notebook by :func:`course_map_markdown` and :func:`plot_prerequisites`; the
-tests check that they agree, so what a learner reads can never drift from what
-the course knows about its lessons.
+notebook and the README by :func:`course_map_markdown`; the tests check that
+they agree, so what a learner reads can never drift from what the course
+knows about its lessons.
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -25,7 +24,6 @@ __all__ = [
     "course_map_markdown",
     "header_markdown",
     "learner_minutes",
-    "plot_prerequisites",
     "read_course",
     "read_lesson",
 ]
@@ -199,42 +197,3 @@ def course_map_markdown(course: Mapping[str, Lesson], folder: str = "", *, objec
         rows.append("| " + " | ".join(cells) + " |")
     total = sum(lesson.minutes for lesson in course.values())
     return "\n".join(rows) + f"\n\n**Total: {total} minutes** (about {total / 60:.1f} hours)."
-
-
-def plot_prerequisites(course: Mapping[str, Lesson]):  # -> matplotlib Figure
-    """Draw the lessons as a graph: an arrow from each lesson to every lesson that requires it.
-
-    Lessons are placed left to right by number and bottom to top by depth
-    (the length of the longest chain of prerequisites leading to them).
-    """
-    import matplotlib.pyplot as plt
-
-    from .plotting import PALETTE
-
-    depth: dict[str, int] = {}
-    for key, lesson in course.items():  # sorted by number, and requires names earlier lessons only
-        depth[key] = 1 + max((depth[r] for r in lesson.requires if r in depth), default=-1)
-    x = {key: i for i, key in enumerate(course)}  # "05b" sits right after "05"
-    fig, ax = plt.subplots(figsize=(8.0, 4.2))
-    for key, lesson in course.items():
-        for r in lesson.requires:
-            if r in course:
-                ax.annotate(
-                    "", xy=(x[key], depth[key]), xytext=(x[r], depth[r]),
-                    arrowprops={"arrowstyle": "->", "color": "#777777", "shrinkA": 14, "shrinkB": 14},
-                )
-    for key, lesson in course.items():
-        ax.scatter(x[key], depth[key], s=900, color=PALETTE[0], zorder=3)
-        ax.annotate(key, (x[key], depth[key]), ha="center", va="center", color="white", weight="bold", zorder=4)
-        short = lesson.title.split(":")[0]
-        ax.annotate(textwrap.fill(short, 16), (x[key], depth[key]),
-                    xytext=(0, -22), textcoords="offset points", ha="center", va="top", fontsize=8)
-    ax.set_xlim(-0.7, len(course) - 0.3)
-    ax.set_ylim(-1.0, max(depth.values()) + 0.5)
-    ax.set_xticks(range(len(course)), list(course))
-    ax.set_yticks(range(max(depth.values()) + 1))
-    ax.set_xlabel("lesson number (suggested order)")
-    ax.set_ylabel("longest chain of lessons before it")
-    ax.set_title("Which lessons build on which")
-    ax.grid(False)
-    return fig

@@ -1,0 +1,211 @@
+"""Lesson 01's exercises: references computed independently, correct forms accepted, whole families of wrong answers rejected."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+
+from course_utils import exercises, log_softmax, logsumexp, softmax
+
+EX = exercises.load("01")
+
+
+def _softmax_50_digits(x: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+    """Softmax along the last axis in 50-digit arithmetic, with no shift: an independent reference."""
+    with mpmath.workdps(50):
+        def row(r):
+            e = [mpmath.exp(mpmath.mpf(float(v)) / mpmath.mpf(temperature)) for v in r]
+            total = mpmath.fsum(e)
+            return [float(v / total) for v in e]
+
+        flat = np.asarray(x, dtype=np.float64).reshape(-1, np.shape(x)[-1])
+        return np.array([row(r) for r in flat]).reshape(np.shape(x))
+
+
+def _tolerances(x: np.ndarray) -> dict[str, float]:
+    # float64: a few units in the last place; float32 (the reference keeps float32): a few float32
+    # units, and an absolute floor below float32's smallest normal, where subnormals lose digits.
+    return {"rtol": 1e-6, "atol": 1e-44} if np.asarray(x).dtype == np.float32 else {"rtol": 1e-13, "atol": 1e-320}
+
+
+# --- q1: a stable softmax ---------------------------------------------------------------------
+
+Q1_INPUTS = [case.args[0] for case in (*EX.q1.cases, *EX.q1.probes)]
+
+
+@pytest.mark.parametrize("x", Q1_INPUTS, ids=lambda x: np.array2string(np.asarray(x), threshold=6).replace("\n", ""))
+def test_q1_reference_is_softmax_computed_in_50_digit_arithmetic(x):
+    np.testing.assert_allclose(EX.q1.reference(x), _softmax_50_digits(x), **_tolerances(x))
+
+
+def test_q1_reference_keeps_float32_as_float32():
+    assert EX.q1.reference(np.array([1.0, 2.0], dtype=np.float32)).dtype == np.float32
+
+
+def test_the_shown_stable_softmax_keeps_float32_as_float32():
+    from test_exercises import _shown_solution
+
+    stable_softmax = _shown_solution(EX.q1)
+    assert stable_softmax(np.array([1.0, 2.0], dtype=np.float32)).dtype == np.float32
+    assert stable_softmax([1, 2]).dtype == np.float64
+
+
+def _q1_correct_forms():
+    def shift_then_normalize(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    yield "exp(x - max) / sum", shift_then_normalize
+    yield "exp(x - logsumexp(x))", lambda x: np.exp(x - logsumexp(x, axis=-1, keepdims=True))
+    yield "exp of log_softmax", lambda x: np.exp(log_softmax(x, axis=-1))
+    yield "computed in float64 for every input", lambda x: shift_then_normalize(np.asarray(x, dtype=np.float64))
+    # The stated tolerance (rtol 1e-6) accepts a correct answer computed in float32 throughout.
+    yield "computed in float32 for every input", lambda x: shift_then_normalize(np.asarray(x, dtype=np.float32))
+
+
+@pytest.mark.parametrize("label,answer", list(_q1_correct_forms()), ids=[v[0] for v in _q1_correct_forms()])
+def test_q1_every_correct_form_is_accepted(label, answer):
+    verdict = EX.q1.evaluate(answer)
+    assert verdict.status == "correct", verdict.message
+
+
+def _q1_wrong():
+    def normalize(e, axis=-1):
+        return e / e.sum(axis=axis, keepdims=True)
+
+    def shifted(x):
+        return x - x.max(axis=-1, keepdims=True)
+
+    yield "plain normalization", lambda x: normalize(np.asarray(x, dtype=float))
+    yield "the textbook formula", lambda x: normalize(np.exp(x))
+    yield "not normalized", lambda x: np.exp(shifted(x))
+    yield "divided by the largest exponential", lambda x: np.exp(shifted(x)) / np.exp(shifted(x)).max(axis=-1, keepdims=True)
+    yield "normalized over the whole batch", lambda x: np.exp(shifted(x)) / np.exp(shifted(x)).sum()
+    yield "normalized along the first axis", lambda x: normalize(np.exp(x - x.max(axis=0, keepdims=True)), axis=0)
+    yield "log-softmax", lambda x: log_softmax(x, axis=-1)
+    yield "softmax of the negated scores", lambda x: softmax(-np.asarray(x), axis=-1)
+    yield "base 2 instead of e", lambda x: normalize(np.exp2(shifted(x)))
+    yield "base 10 instead of e", lambda x: normalize(10.0 ** shifted(x))
+    yield "a temperature of 2", lambda x: softmax(x, axis=-1, temperature=2.0)
+    yield "a temperature of 0.99", lambda x: softmax(x, axis=-1, temperature=0.99)
+    yield "e^x - 1 instead of e^x", lambda x: normalize(np.expm1(shifted(x)))
+    yield "relu then plain normalization", lambda x: normalize(np.maximum(np.asarray(x, dtype=float), 0.0))
+    yield "squares then plain normalization", lambda x: normalize(np.asarray(x, dtype=float) ** 2)
+    yield "uniform weights", lambda x: np.full(np.shape(x), 1.0 / np.shape(x)[-1])
+    yield "the argmax, one-hot", lambda x: (x == x.max(axis=-1, keepdims=True)).astype(float)
+    yield "rounded to 4 decimals", lambda x: np.round(softmax(x, axis=-1), 4)
+    yield "rounded to 5 decimals", lambda x: np.round(softmax(x, axis=-1), 5)
+    yield "computed in float16", lambda x: softmax(np.asarray(x, dtype=np.float16), axis=-1).astype(np.asarray(x).dtype)
+    yield "a floor of 1e-6 on every weight", lambda x: normalize(np.maximum(softmax(x, axis=-1), 1e-6))
+    yield "the rows reversed", lambda x: softmax(x, axis=-1)[::-1]
+    yield "the keys reversed", lambda x: softmax(x, axis=-1)[..., ::-1]
+    yield "a flattened result", lambda x: softmax(x, axis=-1).ravel()
+    yield "only the first row, broadcast", lambda x: np.broadcast_to(softmax(np.asarray(x).reshape(-1, np.shape(x)[-1])[0]), np.shape(x))
+
+
+@pytest.mark.parametrize("label,answer", list(_q1_wrong()), ids=[v[0] for v in _q1_wrong()])
+def test_q1_every_plausible_wrong_answer_is_rejected(label, answer):
+    verdict = EX.q1.evaluate(answer)
+    assert verdict.status == "incorrect", label
+    assert verdict.message.startswith("✗")
+
+
+def test_a_failure_names_the_property_and_the_input(capsys):
+    EX.q1.check(lambda x: np.exp(x) / np.exp(x).sum(axis=0, keepdims=True))
+    out = capsys.readouterr().out
+    assert "sum to 1" in out and "[[2. 4. 4.]" in out and "max abs diff" in out
+
+
+def test_plain_normalization_is_named_and_caught_by_shift_invariance():
+    message = EX.q1.evaluate(lambda x: x / x.sum(axis=-1, keepdims=True)).message
+    assert "not shift-invariant" in message and "plain normalization" in message
+
+
+# --- q2: predict the T -> 0 limit -------------------------------------------------------------
+
+
+def test_q2_reference_is_the_argmax_with_the_tie_split_equally():
+    np.testing.assert_allclose(EX.q2.reference, [0.0, 0.5, 0.5, 0.0], rtol=0, atol=1e-300)
+
+
+@pytest.mark.parametrize("answer", [[0, 0.5, 0.5, 0], (0.0, 0.5, 0.5, 0.0), np.array([0, 0.5, 0.5, 0]),
+                                    [0, 0.4999, 0.5001, 0], [0.0003, 0.4997, 0.4997, 0.0003]])
+def test_q2_the_answer_is_accepted_within_the_stated_tolerance(answer):
+    assert EX.q2.evaluate(answer).status == "correct"
+
+
+def _q2_wrong():
+    scores = np.array([2.0, 5.0, 5.0, 1.0])
+    for i in range(4):
+        yield f"one-hot at {i}", np.eye(4)[i]
+    yield "uniform (T -> infinity)", [0.25] * 4
+    yield "tie not normalized", [0, 1, 1, 0]
+    yield "the tie given to the outer scores", [0.5, 0, 0, 0.5]
+    yield "an uneven split of the tie", [0, 0.6, 0.4, 0]
+    yield "a little left for the others", [0.05, 0.45, 0.45, 0.05]
+    yield "plain normalization", scores / scores.sum()
+    yield "softmax at T = 1", softmax(scores)
+    yield "softmax at T = 0.5", softmax(scores, temperature=0.5)
+    yield "three numbers", [0, 0.5, 0.5]
+
+
+@pytest.mark.parametrize("label,answer", list(_q2_wrong()), ids=[v[0] for v in _q2_wrong()])
+def test_q2_every_plausible_wrong_prediction_is_rejected(label, answer):
+    assert EX.q2.evaluate(answer).status == "incorrect", label
+
+
+def test_a_known_mistake_gets_its_own_explanation(capsys):
+    EX.q2.check([0.25, 0.25, 0.25, 0.25])
+    assert "high" in capsys.readouterr().out
+    assert "tied" in EX.q2.evaluate([0, 1, 0, 0]).message
+
+
+# --- q3: softmax with a temperature -----------------------------------------------------------
+
+Q3_INPUTS = [case.args for case in (*EX.q3.cases, *EX.q3.probes)]
+
+
+@pytest.mark.parametrize("x,temperature", Q3_INPUTS, ids=lambda v: np.array2string(np.asarray(v), threshold=6).replace("\n", ""))
+def test_q3_reference_is_softmax_of_x_over_t_in_50_digit_arithmetic(x, temperature):
+    np.testing.assert_allclose(EX.q3.reference(x, temperature), _softmax_50_digits(x, temperature), **_tolerances(x))
+
+
+def _q3_correct_forms():
+    def shift_then_divide(x, temperature):
+        z = (x - x.max(axis=-1, keepdims=True)) / temperature  # shifting before dividing is as good
+        e = np.exp(z)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    yield "shift, then divide by T", shift_then_divide
+    yield "course_utils.softmax with temperature", lambda x, t: softmax(x, axis=-1, temperature=t)
+    yield "exp(x/T - logsumexp(x/T))", lambda x, t: np.exp(x / t - logsumexp(x / t, axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("label,answer", list(_q3_correct_forms()), ids=[v[0] for v in _q3_correct_forms()])
+def test_q3_every_correct_form_is_accepted(label, answer):
+    verdict = EX.q3.evaluate(answer)
+    assert verdict.status == "correct", verdict.message
+
+
+def _q3_wrong():
+    yield "temperature ignored", lambda x, t: softmax(x, axis=-1)
+    yield "multiplied by T", lambda x, t: softmax(x * t, axis=-1)
+    yield "divided by T squared", lambda x, t: softmax(x / t**2, axis=-1)
+    yield "divided by the square root of T", lambda x, t: softmax(x / math.sqrt(t), axis=-1)
+    yield "T subtracted", lambda x, t: softmax(x - t, axis=-1)
+    yield "probabilities divided by T", lambda x, t: softmax(x, axis=-1) / t
+    yield "probabilities to the power 1/T, not renormalized", lambda x, t: softmax(x, axis=-1) ** (1 / t)
+    yield "the maximum divided by T, the scores not", lambda x, t: softmax(x - x.max(axis=-1, keepdims=True) / t, axis=-1)
+    yield "1 / T instead of T", lambda x, t: softmax(x, axis=-1, temperature=1 / t)
+    yield "unstable exp(x / T)", lambda x, t: np.exp(x / t) / np.exp(x / t).sum(axis=-1, keepdims=True)
+    yield "normalized over the whole batch", lambda x, t: np.exp((x - x.max()) / t) / np.exp((x - x.max()) / t).sum()
+    yield "rounded to 4 decimals", lambda x, t: np.round(softmax(x, axis=-1, temperature=t), 4)
+
+
+@pytest.mark.parametrize("label,answer", list(_q3_wrong()), ids=[v[0] for v in _q3_wrong()])
+def test_q3_every_plausible_wrong_answer_is_rejected(label, answer):
+    verdict = EX.q3.evaluate(answer)
+    assert verdict.status == "incorrect", label
