@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["CrossCheckError", "cross_check", "to_numpy"]
+__all__ = ["TOLERANCES", "CrossCheckError", "cross_check", "to_numpy"]
 
-# (rtol, atol) for the lower precision of the two results being compared.
-_TOLERANCES: dict[str, tuple[float, float]] = {
+#: (rtol, atol) by dtype: cross_check uses those of the lower precision of the two results it compares.
+TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-10, 1e-12),
     "float32": (1e-5, 1e-6),
     "float16": (1e-2, 1e-3),
@@ -100,7 +100,7 @@ def cross_check(
     worst = "float16" if "float16" in precisions else "float32" if "float32" in precisions else "float64"
     if str(getattr(reference, "dtype", "")) == "torch.bfloat16":
         worst = "float16"
-    default_rtol, default_atol = _TOLERANCES[worst]
+    default_rtol, default_atol = TOLERANCES[worst]
     rtol = default_rtol if rtol is None else rtol
     atol = default_atol if atol is None else atol
     a64, b64 = a.astype(np.float64), b.astype(np.float64)

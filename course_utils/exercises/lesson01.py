@@ -138,7 +138,7 @@ def _q1() -> FunctionExercise:
         properties=[non_negative, sums_to_one, shift_invariant],
         nonfinite_hint=_OVERFLOW_HINT,
         wrong_answers={
-            "the textbook formula, which overflows": _q1_unstable,
+            "the textbook formula (which overflows)": _q1_unstable,
             "a max without keepdims": _q1_no_keepdims,
             "one max for the whole batch instead of one per row": _q1_global_max,
             "normalizing over the wrong axis": _q1_wrong_axis,
