@@ -112,9 +112,9 @@ def plot_exp_overflow(ax: "mpl.axes.Axes | None" = None) -> "mpl.axes.Axes":
         _, ax = plt.subplots()
     xs = np.logspace(0, 3, 400)
     ax.plot(xs, xs / np.log(10), color=INK, label="$e^x$, written as a power of ten")
-    # Labels below and right of the dot, where the rising line is above the ceiling; float64's
-    # dot is near the right edge, so its label goes above and left.
-    offsets = {"float16": (8, -16, "left"), "float32": (8, -16, "left"), "float64": (-8, 8, "right")}
+    # Each label sits where the line is not: above and left of the dot, except float16's, which
+    # would run off the left edge there and goes below and right instead.
+    offsets = {"float16": (8, -16, "left"), "float32": (-8, 8, "right"), "float64": (-8, 8, "right")}
     for dtype, colour in zip((np.float16, np.float32, np.float64), PALETTE):
         name, largest = np.dtype(dtype).name, float(np.finfo(dtype).max)
         ceiling = np.log10(largest)
