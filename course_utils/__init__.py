@@ -26,7 +26,7 @@ from .experiments import (
 from .floats import ExpLimits, exp_limits
 from .gradients import attention_backward, cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
-from .plotting import COLORMAP, PALETTE, use_course_style
+from .plotting import COLORMAP, PALETTE, plot_exp_overflow, use_course_style
 from .reproducibility import setup
 from .sparse import entmax15, entmax15_backward, entmax_alpha_backward, entmax_bisect, sparsemax, sparsemax_backward
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
@@ -73,6 +73,7 @@ __all__ = [
     "online_softmax",
     "padding_mask",
     "PALETTE",
+    "plot_exp_overflow",
     "RowGradients",
     "RowStats",
     "sample_attention_gradients",

@@ -95,6 +95,7 @@ NO_FLOAT_INPUT = {
     "cross_check": "compares with torch and prints",
     "setup": "seeds and prints",
     "use_course_style": "plotting style",
+    "plot_exp_overflow": "draws a figure; no array in",
 }
 
 

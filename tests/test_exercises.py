@@ -282,30 +282,12 @@ def test_the_shown_solution_passes_its_own_checker(ex):
     assert ex.evaluate(solution).status == "correct", ex.evaluate(solution).message
 
 
-def test_the_shown_log_softmax_keeps_the_tail_with_log1p():
-    log_softmax = _shown_solution(exercises.load("02").q2)
-    assert "log1p" in exercises.load("02").q2._solution
-    assert log_softmax(np.array([0.0, -40.0]))[0] == pytest.approx(-np.exp(-40.0), rel=1e-12)
-
-
-def test_the_shown_merge_of_two_empty_states_is_the_empty_state():
-    merge = _shown_solution(exercises.load("02").q3)
-    m, s = merge(-np.inf, 0.0, -np.inf, 0.0)
-    assert m == -np.inf and s == 0.0
-
-
 MINE = [ex for ex in FUNCTIONS if ex.lesson in {"01", "02", "03", "04", "07"}]
 
 
 @pytest.mark.parametrize("ex", MINE, ids=[f"{e.lesson}.{e.name}" for e in MINE])
 def test_each_exercise_has_its_own_hint_for_nan_or_inf(ex):
     assert ex.nonfinite_hint
-
-
-def test_where_the_maximum_is_already_subtracted_the_hint_does_not_say_subtract_it():
-    ex = exercises.load("02").q2
-    message = ex.evaluate(ex.wrong_answers["the log of softmax, which underflows"]).message
-    assert "log(0) = -inf" in message and "subtract each row's own maximum first" not in message
 
 
 def test_without_its_own_hint_a_masked_input_gets_the_fully_masked_row_hint():

@@ -7,7 +7,6 @@ import math
 import numpy as np
 
 from ..floats import exp_limits
-from ..online import SoftmaxState, merge_softmax_states
 from ..softmax import log_softmax, softmax
 from .core import (
     Case,
@@ -15,6 +14,7 @@ from .core import (
     FunctionExercise,
     Run,
     ValueExercise,
+    Verdict,
     clip_variants,
     shift_and_clip_advice,
     shift_variants,
@@ -157,7 +157,7 @@ def _q2() -> FunctionExercise:
         nonfinite_hint=_Q2_NONFINITE,
         wrong_answers={
             "the log of softmax, which underflows": _q2_log_of_softmax,
-            "the logsumexp without the shift, which overflows": _q2_unshifted,
+            "the logsumexp without the shift (which overflows)": _q2_unshifted,
             "the shift without the logsumexp": _q2_shift_only,
             "one max for the whole batch": _q2_global_max,
         },
@@ -179,122 +179,96 @@ def _q2() -> FunctionExercise:
     )
 
 
-# --- q3: merge two online-softmax states ----------------------------------------
+# --- q3: predict where a float16 running sum stalls ------------------------------
+
+#: How many ones the running sum of q3 adds: 65,536, where even the exact sum overflows float16.
+Q3_TERMS = 65_536
 
 
-def _q3_reference(m1: float, s1: float, m2: float, s2: float) -> np.ndarray:
-    merged = merge_softmax_states(SoftmaxState(np.array(m1), np.array(s1)), SoftmaxState(np.array(m2), np.array(s2)))
-    return np.array([merged.max, merged.normalizer])
+def _float16_running_sum(n: int) -> float:
+    """Add n ones one at a time, rounding the running sum to float16 after every addition."""
+    return float(np.cumsum(np.ones(n, dtype=np.float16))[-1])
 
 
-def _q3_no_rescale(m1: float, s1: float, m2: float, s2: float) -> tuple[float, float]:
-    return max(m1, m2), s1 + s2
+class _PredictionWithInf(ValueExercise):
+    """A prediction exercise for which inf is a plausible wrong answer with its own feedback."""
+
+    def __init__(self, *args, inf_feedback: str, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._inf_feedback = inf_feedback
+
+    def evaluate(self, answer):
+        try:
+            is_inf = bool(np.isinf(np.asarray(answer, dtype=np.float64)).any())
+        except (TypeError, ValueError):
+            is_inf = False  # text, None and the like: the base class explains
+        if is_inf and answer is not ...:
+            return Verdict("incorrect", f"✗ Not yet: {self._inf_feedback}")
+        return super().evaluate(answer)
 
 
-def _q3_wrong_sign(m1: float, s1: float, m2: float, s2: float) -> tuple[float, float]:
-    m = max(m1, m2)
-    return m, s1 * math.exp(m - m1) + s2 * math.exp(m - m2)
+_Q3_INF = (
+    "inf is what NumPy's `.sum()` gives here: it adds in float32 and rounds the exact total, 65536, to "
+    "float16 once. One at a time, the sum stops growing long before it could overflow."
+)
 
 
-def _q3_min(m1: float, s1: float, m2: float, s2: float) -> tuple[float, float]:
-    m = min(m1, m2)
-    return m, s1 * math.exp(m1 - m) + s2 * math.exp(m2 - m)
-
-
-def _q3_unguarded(m1: float, s1: float, m2: float, s2: float) -> tuple[float, float]:
-    m = max(m1, m2)  # right, except for two empty states: exp(-inf - (-inf)) is nan
-    return m, s1 * np.exp(m1 - m) + s2 * np.exp(m2 - m)
-
-
-_MERGED_MAX = {"max(m1, m2)": max, "min(m1, m2)": min, "m1": lambda a, b: a, "m2": lambda a, b: b}
-_RESCALE = {
-    "exp(m_i - m)": lambda mi, m: np.exp(mi - m),
-    "exp(m - m_i)": lambda mi, m: np.exp(m - mi),
-    "nothing": lambda mi, m: 1.0,
-}
-
-
-def _q3_variants() -> dict:
-    """Every way to pick the merged maximum and the rescaling factor, but the right one."""
-    variants = {}
-    for m_name, pick in _MERGED_MAX.items():
-        for f_name, factor in _RESCALE.items():
-            if (m_name, f_name) == ("max(m1, m2)", "exp(m_i - m)"):
-                continue
-
-            def wrong(m1, s1, m2, s2, pick=pick, factor=factor):
-                m = pick(m1, m2)
-                both_empty = m1 == -np.inf and m2 == -np.inf
-                return m, 0.0 if both_empty else s1 * factor(m1, m) + s2 * factor(m2, m)
-
-            variants[f"taking m = {m_name} and rescaling each s_i by {f_name}"] = wrong
-    variants["the right formula without a guard for two empty states"] = _q3_unguarded
-    return variants
-
-
-_Q3_SOLUTION = """
-```python
-def merge(m1, s1, m2, s2):
-    m = max(m1, m2)
-    if m == -np.inf:               # both blocks empty: the merged state is empty too
-        return m, 0.0
-    return m, s1 * np.exp(m1 - m) + s2 * np.exp(m2 - m)
-```
-Each normalizer holds terms exp(x - m_old); multiplying by exp(m_old - m) turns every
-one of them into exp(x - m). Both factors are at most 1, so nothing overflows. An empty
-block has the state (-inf, 0): its factor exp(-inf - m) is 0, so it adds nothing. Only when
-*both* are empty is m = -inf too, and exp(-inf - (-inf)) = exp(nan) would make s nan; the
-merged state is then the empty state (-inf, 0).
-"""
-
-
-def _q3() -> FunctionExercise:
-    inf = math.inf
-    return FunctionExercise(
+def _q3() -> ValueExercise:
+    stall = _float16_running_sum(Q3_TERMS)
+    spacing = float(np.spacing(np.float16(stall)))
+    return _PredictionWithInf(
         "02",
         "q3",
-        "Merge the (max, normalizer) states of two blocks",
-        reference=_q3_reference,
-        starter=starter,
-        cases=[
-            Case((1.0, 1.5, 1.0, 2.0)),
-            Case((0.0, 1.0, 2.0, 1.0)),
-            Case((5.0, 1.25, -3.0, 2.5)),
-            Case((800.0, 1.0, 1000.0, 1.0)),  # the second block far above the first
-            Case((1000.0, 2.0, -500.0, 3.0)),  # the second block far below the first
-            Case((-inf, 0.0, 3.0, 1.0)),  # the first block empty
-            Case((-inf, 0.0, -inf, 0.0)),  # both empty: (-inf, 0), never nan
-        ],
-        probes=[
-            Case((3.0, 1.0, -inf, 0.0)),
-            Case((0.0, 1.0, 2000.0, 1.5)),
-            Case((-2000.0, 1.0, 0.0, 1.0)),
-            Case((7.0, 1.0, 7.0, 1.0)),
-        ],
-        variants=_q3_variants(),
+        f"The float16 running sum of {Q3_TERMS} ones, added one at a time",
+        reference=stall,
         wrong_answers={
-            "adding the normalizers without rescaling": _q3_no_rescale,
-            "rescaling with the wrong sign": _q3_wrong_sign,
-            "keeping the smaller maximum": _q3_min,
-        },
-        advice={
-            "the right formula without a guard for two empty states": (
-                "Two empty states (-inf, 0) merge into the empty state (-inf, 0): when m is -inf, "
-                "return (m, 0.0) instead of computing exp(-inf - (-inf))."
+            "the exact sum": (
+                float(Q3_TERMS),
+                "that is the exact sum, which float16 cannot even hold (its largest number is 65504). "
+                "Long before that, adding 1 stops changing the sum.",
             ),
+            "the largest float16": (
+                float(np.finfo(np.float16).max),
+                "the sum never gets that far: adding 1 stops changing it much earlier.",
+            ),
+            "the bfloat16 stall": (
+                2.0 ** (7 + 1),  # bfloat16 keeps 7 mantissa bits: integers are exact up to 2^8
+                "that is where bfloat16 stalls (7 mantissa bits); float16 keeps 10.",
+            ),
+            "the float32 stall": (
+                2.0 ** (np.finfo(np.float32).nmant + 1),
+                "that is where a float32 running sum would stall (2^24); float16 keeps 10 mantissa bits.",
+            ),
+            "one past the stall": (
+                stall + 1,
+                "float16 cannot hold that number: above 2048 its neighbouring values are 2 apart.",
+            ),
+            "one short of the stall": (
+                stall - 1,
+                "one short: 2047 + 1 = 2048 is still exact in float16.",
+            ),
+            "one power of two too early": (
+                stall / 2,
+                "1024 + 1 = 1025 is exact in float16 (below 2048 the spacing is at most 1).",
+            ),
+            "one power of two too late": (
+                stall * 2,
+                "the sum never reaches that: at 2048, adding 1 rounds back to 2048.",
+            ),
+            "overflow to inf": (math.inf, _Q3_INF),
         },
-        nonfinite_hint=(
-            "If both states are empty, m = -inf and exp(m1 - m) = exp(-inf + inf) = nan: return (-inf, 0.0) "
-            "then. Otherwise rescale by exp(m_i - m), which is at most 1, never by exp(m - m_i), which overflows."
-        ),
+        inf_feedback=_Q3_INF,
         hints=[
-            "The merged maximum is the larger of the two.",
-            "s1 holds a sum of exp(x - m1). To re-express it relative to the new maximum m, multiply by exp(m1 - m).",
-            "Return a pair `(m, s)` with s = s1 * exp(m1 - m) + s2 * exp(m2 - m); if both maxima are -inf, return (-inf, 0.0).",
+            "float16 has 10 mantissa bits, so 11 significant bits: it holds every integer up to 2^11 exactly.",
+            f"Above 2^11 = 2048, neighbouring float16 values are {spacing:g} apart. What is 2048 + 1, rounded to float16?",
+            "2049 is halfway between 2048 and 2050; ties round to the value with an even last bit, 2048.",
         ],
-        solution=_Q3_SOLUTION,
-        # Exact arithmetic up to two exps and a multiply-add: a correct float64 answer agrees to 1e-15.
-        rtol=1e-12,
+        solution=(
+            "`2048`: float16 holds every integer up to 2^11 = 2048. Above it the spacing is 2, so "
+            "2048 + 1 = 2049 is a tie between 2048 and 2050 and rounds to even, 2048. The sum never moves "
+            "again, whatever number of ones follows."
+        ),
+        atol=0.0,
     )
 
 

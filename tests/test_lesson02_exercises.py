@@ -1,0 +1,128 @@
+"""Lesson 02's exercises: references computed independently, and whole families of wrong answers rejected."""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+
+from course_utils import exercises
+from course_utils.exercises.lesson02 import Q3_TERMS
+from test_exercises import _shown_solution
+
+EX = exercises.load("02")
+
+
+def rejected(ex, answer, capsys) -> str:
+    assert ex.check(answer).status == "incorrect"
+    return capsys.readouterr().out
+
+
+# --- q1: the largest integer score whose e^x is finite in float32 ------------------------
+
+
+def test_q1_reference_is_the_floor_of_the_log_of_the_largest_float32():
+    largest = mpmath.mpf(float(np.finfo(np.float32).max))
+    assert EX.q1.reference == int(mpmath.floor(mpmath.log(largest)))
+    with np.errstate(over="ignore"):
+        assert np.isfinite(np.exp(np.float32(EX.q1.reference)))
+        assert np.isinf(np.exp(np.float32(EX.q1.reference + 1)))
+
+
+@pytest.mark.parametrize("answer", [x for x in range(0, 1001) if x != 88] + [88.5, 88.7, 87.9, -88])
+def test_q1_every_other_integer_and_every_rounding_of_the_limit_is_rejected(answer):
+    assert EX.q1.evaluate(answer).status == "incorrect"
+
+
+# --- q2: a stable log-softmax ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", EX.q2.cases, ids=lambda c: c.describe())
+def test_q2_reference_matches_torch_log_softmax(case):
+    (x,) = case.args
+    expected = torch.log_softmax(torch.from_numpy(x), dim=-1).numpy()  # in the input's own dtype
+    tol = 1e-12 if x.dtype == np.float64 else 1e-6
+    np.testing.assert_allclose(EX.q2.reference(x), expected, rtol=tol, atol=tol)
+
+
+def test_the_shown_log_softmax_keeps_the_tail_with_log1p():
+    log_softmax = _shown_solution(exercises.load("02").q2)
+    assert "log1p" in exercises.load("02").q2._solution
+    assert log_softmax(np.array([0.0, -40.0]))[0] == pytest.approx(-np.exp(-40.0), rel=1e-12)
+
+
+def test_where_the_maximum_is_already_subtracted_the_hint_does_not_say_subtract_it():
+    ex = exercises.load("02").q2
+    message = ex.evaluate(ex.wrong_answers["the log of softmax, which underflows"]).message
+    assert "log(0) = -inf" in message and "subtract each row's own maximum first" not in message
+
+
+# --- q3: where a float16 running sum of ones stalls --------------------------------------
+
+
+def _running_sum_by_scalars(n: int) -> float:
+    """The float16 running sum, one scalar addition at a time (independent of np.cumsum)."""
+    total, one = np.float16(0), np.float16(1)
+    for _ in range(n):
+        total = np.float16(total + one)
+    return float(total)
+
+
+def test_q3_reference_is_the_scalar_float16_running_sum():
+    assert EX.q3.reference == _running_sum_by_scalars(Q3_TERMS) == 2.0**11
+
+
+def test_q3_the_reference_is_where_adding_one_first_changes_nothing():
+    stall = np.float16(EX.q3.reference)
+    assert np.float16(stall + np.float16(1)) == stall
+    assert np.float16(stall - np.float16(1) + np.float16(1)) == stall  # one step earlier it still grew
+    assert np.spacing(stall) == 2.0
+
+
+def test_q3_the_exact_sum_overflows_float16():
+    with np.errstate(over="ignore"):
+        assert np.isinf(np.float16(Q3_TERMS))
+
+
+def _q3_wrong_answers():
+    """Integers near and far, powers of two and their neighbours, halves, other dtypes' stalls."""
+    yield from (x for x in range(0, 5001) if x != 2048)
+    for k in range(0, 60):
+        yield from (2.0**k - 1, 2.0**k + 1, 2.0**k)
+    yield from (2047.5, 2048.5, 2048.001, 2050.0, 65504.0, 65520.0, 65536.0, -2048.0, 2.0**24, 2.0**53)
+
+
+WRONG_Q3 = sorted({float(x) for x in _q3_wrong_answers()} - {2048.0})
+
+
+def test_q3_every_generated_wrong_prediction_is_rejected():
+    accepted = [x for x in WRONG_Q3 if EX.q3.evaluate(x).status != "incorrect"]
+    assert not accepted
+
+
+@pytest.mark.parametrize("answer", [math.inf, np.inf, float("inf"), np.float16(np.inf), [math.inf]])
+def test_q3_inf_is_explained_as_what_numpy_sum_returns(answer, capsys):
+    out = rejected(EX.q3, answer, capsys)
+    assert "NumPy's `.sum()`" in out
+
+
+@pytest.mark.parametrize(
+    "answer,phrase",
+    [(65536, "exact sum"), (65504, "never gets that far"), (256, "bfloat16"), (2**24, "float32"),
+     (2049, "2 apart"), (2047, "one short"), (1024, "1025"), (4096, "never reaches")],
+)
+def test_q3_each_plausible_mistake_gets_its_own_explanation(answer, phrase, capsys):
+    assert phrase in rejected(EX.q3, answer, capsys)
+
+
+@pytest.mark.parametrize("answer", [2048, 2048.0, "2048", np.float16(2048), 2**11])
+def test_q3_the_answer_is_accepted_in_any_spelling(answer):
+    assert EX.q3.evaluate(answer).status == "correct"
+
+
+def test_q3_nan_and_text_get_the_usual_messages(capsys):
+    assert "nan" in rejected(EX.q3, math.nan, capsys)
+    assert "not a number" in rejected(EX.q3, "a lot", capsys)
