@@ -243,6 +243,97 @@ def test_the_same_bad_arguments_give_the_same_messages_as_scaled_dot_product_att
         assert str(ours.value) == str(theirs.value)
 
 
+def _ceil(a, b):
+    return -(-a // b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(1, 12), st.integers(1, 12), st.integers(1, 5), st.integers(1, 5),
+    st.sampled_from(["none", "bool", "causal"]), st.sampled_from([np.float32, np.float64]),
+)
+def test_counts_equal_the_closed_form_io_model(L, S, block_q, block_k, kind, dtype):
+    E, Ev = 3, 2
+    rng = np.random.default_rng(L * 100 + S)
+    q, k, v = (a.astype(dtype) for a in _qkv(rng, batch=(), L=L, S=S, E=E, Ev=Ev))
+    mask = rng.random((L, S)) > 0.5
+    kwargs = {"mask": mask} if kind == "bool" else {"is_causal": True} if kind == "causal" else {}
+    counts = {}
+    out, lse = tiled_attention(q, k, v, block_q=block_q, block_k=block_k, counts=counts, **kwargs)
+    b = np.dtype(dtype).itemsize
+    n_q_tiles = _ceil(L, block_q)
+    # Keys each query tile reads: all S, or (causal) up to the tile's last query.
+    keys_seen = [min(S, L, i0 + block_q) if kind == "causal" else S for i0 in range(0, L, block_q)]
+    tiles = sum(_ceil(n, block_k) for n in keys_seen)
+    assert counts["tiles"] == tiles
+    assert counts["tiles_skipped"] == n_q_tiles * _ceil(S, block_k) - tiles
+    if kind == "causal":
+        crossing = sum(
+            1 for i0 in range(0, L, block_q) for j0 in range(0, keys_seen[i0 // block_q], block_k)
+            if min(j0 + block_k, keys_seen[i0 // block_q]) - 1 > i0
+        )
+        assert counts["tiles_masked"] == crossing
+    else:
+        assert counts["tiles_masked"] == (tiles if kind == "bool" else 0)
+    assert counts["bytes_read"] == {
+        "q": L * E * b, "k": sum(keys_seen) * E * b, "v": sum(keys_seen) * Ev * b,
+        "mask": L * S if kind == "bool" else 0, "out": 0, "lse": 0,
+    }
+    assert counts["bytes_written"] == {"q": 0, "k": 0, "v": 0, "mask": 0, "out": out.nbytes, "lse": lse.nbytes}
+    if kind != "causal":  # K and V are read once per query tile (FlashAttention-1, Theorem 2)
+        assert counts["bytes_read"]["k"] == n_q_tiles * k.nbytes
+
+
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_causal_square_tiles_compute_the_lower_triangle_and_mask_only_the_diagonal(n):
+    b = 4
+    rng = np.random.default_rng(n)
+    q, k, v = _qkv(rng, batch=(), L=n * b, S=n * b)
+    counts = {}
+    tiled_attention(q, k, v, is_causal=True, block_q=b, block_k=b, counts=counts)
+    assert (counts["tiles"], counts["tiles_skipped"], counts["tiles_masked"]) == (n * (n + 1) // 2, n * (n - 1) // 2, n)
+
+
+def test_counts_add_up_over_calls_and_do_not_change_the_result():
+    rng = np.random.default_rng(11)
+    q, k, v = _qkv(rng, L=6, S=9)
+    counts = {"tiles": 100, "note": "kept"}
+    out, lse = tiled_attention(q, k, v, block_q=4, block_k=4, counts=counts)
+    once = {key: (dict(val) if isinstance(val, dict) else val) for key, val in counts.items()}
+    out2, lse2 = tiled_attention(q, k, v, block_q=4, block_k=4, counts=counts)
+    ref_out, ref_lse = tiled_attention(q, k, v, block_q=4, block_k=4)
+    np.testing.assert_array_equal(out, ref_out)
+    np.testing.assert_array_equal(lse, ref_lse)
+    assert once["tiles"] == 100 + 2 * 3 and counts["tiles"] == 100 + 2 * 6 and counts["note"] == "kept"
+    assert counts["bytes_read"]["q"] == 2 * once["bytes_read"]["q"] == 2 * q.nbytes
+
+
+def test_a_broadcast_mask_is_counted_once_and_batch_tiles_span_every_head():
+    rng = np.random.default_rng(12)
+    q, k, v = _qkv(rng, batch=(2, 3), L=5, S=7)
+    mask = rng.random((5, 7)) > 0.3  # the same mask for all six heads
+    counts = {}
+    out, lse = tiled_attention(q, k, v, mask=mask, block_q=5, block_k=7, counts=counts)
+    assert counts["tiles"] == counts["tiles_masked"] == 1
+    assert counts["bytes_read"]["mask"] == mask.nbytes
+    assert counts["bytes_read"]["q"] == q.nbytes and counts["bytes_written"]["out"] == out.nbytes
+
+
+def test_float16_inputs_count_float16_bytes():
+    rng = np.random.default_rng(13)
+    q, k, v = (a.astype(np.float16) for a in _qkv(rng, batch=(), L=4, S=6))
+    counts = {}
+    out, lse = tiled_attention(q, k, v, block_q=2, block_k=3, counts=counts)
+    assert out.dtype == np.float16
+    assert counts["bytes_read"]["k"] == 2 * k.nbytes and counts["bytes_written"]["out"] == out.nbytes == 4 * 3 * 2
+
+
+@pytest.mark.parametrize("bad", [[], 0, "tiles"])
+def test_counts_that_is_not_a_dict_is_rejected_by_name(bad):
+    with pytest.raises(TypeError, match="counts"):
+        tiled_attention(np.zeros((2, 3)), np.zeros((4, 3)), np.zeros((4, 2)), counts=bad)
+
+
 # --- lesson 07's exercises: the recurrence step and the count of extra exponentials ---
 
 
