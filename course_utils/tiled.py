@@ -1,22 +1,24 @@
 r"""Tiled attention that never forms the full score matrix: the FlashAttention recurrence in NumPy.
 
 For each block of queries, the keys and values are read block by block. Each
-query row keeps a running maximum ``m``, a running normalizer ``l`` and an
-*unnormalized* output accumulator ``acc``; when a block of scores ``s``
-arrives,
+query row keeps a running maximum ``m``, a running normalizer ``ell`` (the
+papers' ℓ) and an *unnormalized* output accumulator ``acc``; when a block of
+scores ``s`` arrives,
 
     m_new = max(m, max_j s_j)
-    l     = l   * exp(m - m_new) + sum_j exp(s_j - m_new)
+    ell   = ell * exp(m - m_new) + sum_j exp(s_j - m_new)
     acc   = acc * exp(m - m_new) + sum_j exp(s_j - m_new) * v_j
 
-and after the last block the output is ``acc / l``. The ``(m, l)`` half is
-lesson 02's :func:`~course_utils.merge_softmax_states`; the accumulator is
+and after the last block the output is ``acc / ell``. The ``(m, ell)`` half is
+:func:`~course_utils.merge_softmax_states`; the accumulator is
 rescaled by the same factor ``exp(m - m_new)``. This is the forward pass of
 FlashAttention (Dao et al., 2022), in the form of FlashAttention-2 (Dao, 2023),
-which divides by ``l`` once at the end.
+which divides by ``ell`` once at the end.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -26,13 +28,36 @@ from .attention import apply_mask, attention_inputs, broadcast_mask
 
 __all__ = ["tiled_attention"]
 
+#: The arrays whose bytes ``tiled_attention(..., counts=...)`` tallies, in this order.
+COUNTED_ARRAYS = ("q", "k", "v", "mask", "out", "lse")
+
+
+def _stored_nbytes(a: np.ndarray) -> int:
+    """Bytes of memory a slice covers: its ``nbytes``, with a broadcast (stride-0) axis counted once."""
+    return a.itemsize * math.prod(n for n, stride in zip(a.shape, a.strides) if stride != 0) if a.size else 0
+
+
+def _new_counts(counts: object) -> dict | None:
+    """Check the `counts` argument and give it the keys it is missing, at zero."""
+    if counts is None:
+        return None
+    if not isinstance(counts, dict):
+        raise TypeError(f"counts must be a dict or None; got {type(counts).__name__}")
+    for key in ("tiles", "tiles_skipped", "tiles_masked"):
+        counts.setdefault(key, 0)
+    for key in ("bytes_read", "bytes_written"):
+        counts.setdefault(key, {})
+        for name in COUNTED_ARRAYS:
+            counts[key].setdefault(name, 0)
+    return counts
+
 
 def _update_block(
-    m: np.ndarray, l: np.ndarray, acc: np.ndarray, scores: np.ndarray, values: np.ndarray
+    m: np.ndarray, ell: np.ndarray, acc: np.ndarray, scores: np.ndarray, values: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One step of the recurrence: fold a block of scores (..., bq, bk) and values (..., bk, Ev) into (m, l, acc).
+    """One step of the recurrence: fold a block of scores (..., bq, bk) and values (..., bk, Ev) into (m, ell, acc).
 
-    `m` and `l` have shape (..., bq), `acc` (..., bq, Ev). A block whose
+    `m` and `ell` have shape (..., bq), `acc` (..., bq, Ev). A block whose
     scores are all ``-inf`` leaves the state unchanged, also before any key
     has been allowed (state ``(-inf, 0, 0)``).
     """
@@ -42,7 +67,7 @@ def _update_block(
     shift = np.where(np.isneginf(m_new), 0.0, m_new)
     alpha = np.exp(m - shift)  # <= 1: the old terms, re-expressed relative to the new maximum
     p = np.exp(scores - shift[..., None])  # every exponent <= 0: no overflow
-    return m_new, l * alpha + p.sum(axis=-1), acc * alpha[..., None] + p @ values
+    return m_new, ell * alpha + p.sum(axis=-1), acc * alpha[..., None] + p @ values
 
 
 def tiled_attention(
@@ -56,6 +81,7 @@ def tiled_attention(
     block_q: int = 64,
     block_k: int = 64,
     masked_lse: str = "-inf",
+    counts: dict | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     r"""Attention computed tile by tile, without forming the (L, S) score matrix; returns output and logsumexp.
 
@@ -92,6 +118,19 @@ def tiled_attention(
         where :math:`e^{-\infty - (-\infty)}` would be NaN. FlashAttention
         stores ``-inf`` when it splits the keys (split-KV, to be merged) and
         ``+inf`` otherwise (for its backward pass).
+    counts : dict, optional
+        If given, the function **adds** what it did into this dict (creating
+        missing keys at 0), so that one dict can total several calls:
+        ``"tiles"``, the tiles computed; ``"tiles_skipped"``, the causal tiles
+        wholly above the diagonal, never read; ``"tiles_masked"``, the tiles
+        that needed a mask (with `is_causal`, those that cross the diagonal;
+        with `mask`, every tile computed); ``"bytes_read"`` and
+        ``"bytes_written"``, dicts from ``"q"``, ``"k"``, ``"v"``, ``"mask"``,
+        ``"out"`` and ``"lse"`` to the bytes of the tile slices actually read
+        or written: the ``nbytes`` of each slice, in the dtype of the array as
+        passed or returned. A tile is one (query block, key block) pair and
+        spans every batch element; a broadcast batch axis (stride 0, as a
+        2-D mask has over the heads) is counted once.
 
     Returns
     -------
@@ -114,7 +153,8 @@ def tiled_attention(
     TypeError
         For non-real inputs, a mask that is neither bool nor real, a
         non-bool `is_causal`, a non-real `scale`, or a block size that is
-        not an int, or a `masked_lse` that is not a str.
+        not an int, a `masked_lse` that is not a str, or `counts` that is
+        neither a dict nor None.
     ValueError
         If shapes do not match (naming `q`, `k` or `v`), the mask does not
         broadcast to (..., L, S), both `mask` and `is_causal` are given,
@@ -128,31 +168,38 @@ def tiled_attention(
 
     Notes
     -----
-    Each row keeps ``(m, l, acc)``. A new tile of scores ``s`` (one row
+    Each row keeps ``(m, ell, acc)``. A new tile of scores ``s`` (one row
     shown) with values ``v`` updates them to
 
     .. math::
 
         m' = \max(m, \max_j s_j), \quad
-        l' = l\, e^{m - m'} + \sum_j e^{s_j - m'}, \quad
+        \ell' = \ell\, e^{m - m'} + \sum_j e^{s_j - m'}, \quad
         acc' = acc\, e^{m - m'} + \sum_j e^{s_j - m'} v_j .
 
-    By induction, after any number of tiles ``l`` is :math:`\sum e^{s_j - m}`
+    By induction, after any number of tiles ``ell`` is :math:`\sum e^{s_j - m}`
     and ``acc`` is :math:`\sum e^{s_j - m} v_j` over the keys seen, with ``m``
     their maximum: the factor :math:`e^{m - m'}` turns every old term
     :math:`e^{s_j - m}` into :math:`e^{s_j - m'}`. After the last tile,
-    ``acc / l`` is :math:`\sum_j \operatorname{softmax}(s)_j v_j`, the
+    ``acc / ell`` is :math:`\sum_j \operatorname{softmax}(s)_j v_j`, the
     attention output. Only a tile of ``block_q * block_k`` scores exists at
     any time, instead of ``L * S``.
 
-    The second result, :math:`\operatorname{lse} = m + \log l`, is what a
+    The second result, :math:`\operatorname{lse} = m + \log \ell`, is what a
     backward pass needs: FlashAttention stores it (``L`` numbers per head)
     instead of the ``L * S`` weights, and recomputes any tile of weights
     from the tile of scores as :math:`P = \exp(S - \operatorname{lse})`,
     exactly normalized, without a second pass for the maximum or the
     normalizer (Dao et al., 2022). The same number merges the outputs of two
-    halves of the keys computed apart (split-K or ring attention): the
+    halves of the keys computed apart (split-KV across the thread blocks of
+    one GPU, as in Flash-Decoding, or ring attention across devices): the
     weight of each half is :math:`e^{\operatorname{lse}_i - \operatorname{lse}}`.
+
+    With ``counts``, the reads follow the loop: each query tile is read
+    once, and each key and value tile once per query tile, so K and V are
+    read :math:`\lceil L / b_q \rceil` times (FlashAttention-1, Dao et al.,
+    2022, arXiv:2205.14135, Theorem 2); with `is_causal`, only up to the
+    diagonal.
 
     Examples
     --------
@@ -167,6 +214,15 @@ def tiled_attention(
     (array([[0., 0., 0.]]), array([-inf]))
     >>> tiled_attention(q[:1], k, v, mask=np.zeros((1, 7), bool), masked_lse="+inf")[1]  # for P = exp(S - lse)
     array([inf])
+
+    Counting the tiles and the bytes moved (float64: 8 bytes a number):
+
+    >>> counts = {}
+    >>> _ = tiled_attention(q, k, v, is_causal=True, block_q=2, block_k=3, counts=counts)
+    >>> counts["tiles"], counts["tiles_skipped"], counts["tiles_masked"]
+    (5, 4, 2)
+    >>> counts["bytes_read"]["k"] == 8 * 4 * (2 + 4 + 5)  # keys 0..1, 0..3, 0..4 for the three query tiles
+    True
     """
     bq, bk = check_int(block_q, "block_q", 1), check_int(block_k, "block_k", 1)
     if not isinstance(masked_lse, str):
@@ -189,33 +245,50 @@ def tiled_attention(
     # A broadcast view: tiles are sliced from it, nothing is copied.
     m_arr = None if mask is None else broadcast_mask(mask, scores_shape)
 
+    tally = _new_counts(counts)
     dtype = compute_dtype(np.result_type(qa, ka, va))
-    kt = np.swapaxes(ka, -1, -2).astype(dtype, copy=False)
-    vw = va.astype(dtype, copy=False)
-    out = np.empty((*out_batch, n_q, n_v), dtype)
-    lse = np.empty((*batch, n_q), dtype)
+    # Allocated in the returned dtype, so that the bytes written are those of the result.
+    out = np.empty((*out_batch, n_q, n_v), np.result_type(qa, ka, va))
+    lse = np.empty((*batch, n_q), out.dtype)
+    n_k_tiles = -(-n_k // bk)
     with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
         for i0 in range(0, n_q, bq):
             i1 = min(i0 + bq, n_q)
             m = np.full((*batch, i1 - i0), -np.inf, dtype)
-            l = np.zeros((*batch, i1 - i0), dtype)
+            ell = np.zeros((*batch, i1 - i0), dtype)
             acc = np.zeros((*out_batch, i1 - i0, n_v), dtype)
-            q_tile = qa[..., i0:i1, :].astype(dtype) * dtype.type(factor)  # scale bq queries, not bq * S scores
+            read = [("q", qa[..., i0:i1, :])]
+            q_tile = read[0][1].astype(dtype) * dtype.type(factor)  # scale bq queries, not bq * S scores
             # Causal: query i sees keys 0..i, so keys from i1 on are never seen by this tile.
             k_end = min(n_k, i1) if is_causal else n_k
             for j0 in range(0, k_end, bk):
                 j1 = min(j0 + bk, k_end)
-                s = q_tile @ kt[..., j0:j1]
+                k_tile, v_tile = ka[..., j0:j1, :], va[..., j0:j1, :]
+                read += [("k", k_tile), ("v", v_tile)]
+                s = q_tile @ np.swapaxes(k_tile, -1, -2).astype(dtype, copy=False)
+                masked = True
                 if is_causal and j1 - 1 > i0:  # only tiles that cross the diagonal need the mask
                     allowed = np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None]
                     s = np.where(allowed, s, -np.inf)
                 elif m_arr is not None:
-                    s = apply_mask(s, m_arr[..., i0:i1, j0:j1])
-                m, l, acc = _update_block(m, l, acc, s, vw[..., j0:j1, :])
-            # A row with no allowed key has l = 0: output 0 (as SDPA) and lse = masked_lse.
-            # `l != 0`, not `l > 0`: a NaN l (a NaN score in the row) must give NaN, as the naive form does.
-            seen = l != 0
-            out[..., i0:i1, :] = np.where(seen[..., None], acc / np.where(seen, l, 1.0)[..., None], 0.0)
-            lse[..., i0:i1] = np.where(seen, m + np.log(l), empty_lse)
+                    read.append(("mask", m_arr[..., i0:i1, j0:j1]))
+                    s = apply_mask(s, read[-1][1])
+                else:
+                    masked = False
+                m, ell, acc = _update_block(m, ell, acc, s, v_tile.astype(dtype, copy=False))
+                if tally is not None:
+                    tally["tiles"] += 1
+                    tally["tiles_masked"] += masked
+            # A row with no allowed key has ell = 0: output 0 (as SDPA) and lse = masked_lse.
+            # `ell != 0`, not `ell > 0`: a NaN ell (a NaN score in the row) must give NaN, as the naive form does.
+            seen = ell != 0
+            out[..., i0:i1, :] = np.where(seen[..., None], acc / np.where(seen, ell, 1.0)[..., None], 0.0)
+            lse[..., i0:i1] = np.where(seen, m + np.log(ell), empty_lse)
+            if tally is not None:
+                tally["tiles_skipped"] += n_k_tiles - len(range(0, k_end, bk))
+                for name, part in read:
+                    tally["bytes_read"][name] += _stored_nbytes(part)
+                tally["bytes_written"]["out"] += _stored_nbytes(out[..., i0:i1, :])
+                tally["bytes_written"]["lse"] += _stored_nbytes(lse[..., i0:i1])
     result_dtype = np.result_type(qa, ka, va)
     return out.astype(result_dtype, copy=False), lse.astype(result_dtype, copy=False)

@@ -96,16 +96,8 @@ def test_minutes_are_computed_from_the_notebook_never_typed(notebook):
     assert nb["metadata"][METADATA_KEY]["minutes"] == learner_minutes(nb), "run `python tools/notebooks.py headers` on it"
 
 
-# Lessons still over the one-hour budget, each with the open issue that splits or trims it.
-OVER_BUDGET = {"07": "issue 14"}
-
-
 def test_each_lesson_takes_at_most_an_hour(notebook):
     _, nb = notebook
-    lesson = nb["metadata"][METADATA_KEY]["lesson"]
-    if lesson in OVER_BUDGET:
-        assert learner_minutes(nb) > 60, f"lesson {lesson} fits in an hour now: take it out of OVER_BUDGET"
-        pytest.xfail(f"lesson {lesson} is over budget until {OVER_BUDGET[lesson]} splits or trims it")
     assert learner_minutes(nb) <= 60, "split the lesson or trim it (see course_utils.course.learner_minutes)"
 
 

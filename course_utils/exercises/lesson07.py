@@ -1,276 +1,460 @@
-"""Exercises for lesson 07, attention at scale: tiled attention and the √d_k scale in training."""
+"""Exercises for lesson 07, FlashAttention from the online softmax: merge two states, write the tiled loop, count its reads."""
 
 from __future__ import annotations
 
+import copy
 import math
+import tracemalloc
+from dataclasses import dataclass
 
 import numpy as np
 
-from ..tiled import _update_block
+from ..online import SoftmaxState, merge_softmax_states
+from ..tiled import tiled_attention
 from .core import (
     Case,
     Exercise,
     FunctionExercise,
     Run,
-    starter,
     ValueExercise,
+    starter,
 )
 
 
-# --- q1: one step of the output-accumulator update --------------------------------
+# --- q1: merge two online-softmax states ----------------------------------------
 
 
-def _q1_reference(m: float, l: float, acc: float, scores: np.ndarray, values: np.ndarray) -> tuple[float, float, float]:
-    # One query row, one value per key (Ev = 1): the same step as tiled_attention takes.
-    m_new, l_new, acc_new = _update_block(
-        np.array([m]), np.array([l]), np.array([[acc]]), np.asarray(scores, float)[None, :], np.asarray(values, float)[:, None]
-    )
-    return float(m_new[0]), float(l_new[0]), float(acc_new[0, 0])
+def _q1_reference(m1: float, ell1: float, m2: float, ell2: float) -> np.ndarray:
+    merged = merge_softmax_states(SoftmaxState(np.array(m1), np.array(ell1)), SoftmaxState(np.array(m2), np.array(ell2)))
+    return np.array([merged.max, merged.normalizer])
 
 
-def _q1_no_rescale(m, l, acc, scores, values):
-    m_new = max(m, float(np.max(scores)))
-    p = np.exp(scores - m_new)
-    return m_new, l + p.sum(), acc + p @ values
+def _q1_no_rescale(m1: float, ell1: float, m2: float, ell2: float) -> tuple[float, float]:
+    return max(m1, m2), ell1 + ell2
 
 
-def _q1_rescale_l_only(m, l, acc, scores, values):
-    m_new = max(m, float(np.max(scores)))
-    p = np.exp(scores - m_new)
-    return m_new, l * math.exp(m - m_new) + p.sum(), acc + p @ values
+def _q1_wrong_sign(m1: float, ell1: float, m2: float, ell2: float) -> tuple[float, float]:
+    m = max(m1, m2)
+    return m, ell1 * math.exp(m - m1) + ell2 * math.exp(m - m2)
 
 
-def _q1_wrong_sign(m, l, acc, scores, values):
-    m_new = max(m, float(np.max(scores)))
-    alpha = math.exp(m_new - m) if m > -math.inf else 0.0
-    p = np.exp(scores - m_new)
-    return m_new, l * alpha + p.sum(), acc * alpha + p @ values
+def _q1_min(m1: float, ell1: float, m2: float, ell2: float) -> tuple[float, float]:
+    m = min(m1, m2)
+    return m, ell1 * math.exp(m1 - m) + ell2 * math.exp(m2 - m)
 
 
-def _q1_block_max_only(m, l, acc, scores, values):
-    b = float(np.max(scores))  # forgets the running maximum
-    alpha = math.exp(m - b)
-    p = np.exp(scores - b)
-    return b, l * alpha + p.sum(), acc * alpha + p @ values
+def _q1_unguarded(m1: float, ell1: float, m2: float, ell2: float) -> tuple[float, float]:
+    m = max(m1, m2)  # right, except for two empty states: exp(-inf - (-inf)) is nan
+    return m, ell1 * np.exp(m1 - m) + ell2 * np.exp(m2 - m)
 
 
-def _q1_no_shift(m, l, acc, scores, values):
-    # Right everywhere except when nothing has been allowed yet, not even in this block:
-    # then m_new = -inf and exp(m - m_new) = exp(-inf + inf) = nan.
-    m_new = max(m, float(np.max(scores)))
-    alpha = np.exp(m - m_new)
-    p = np.exp(scores - m_new)
-    return m_new, l * alpha + p.sum(), acc * alpha + p @ values
-
-
-def _q1_normalized(m, l, acc, scores, values):
-    m_new, l_new, acc_new = _q1_reference(m, l, acc, scores, values)
-    return m_new, l_new, acc_new / l_new  # the output so far, not the accumulator
-
-
-def _q1_relative_to_old_max(m, l, acc, scores, values):
-    # Mathematically right, but exp(s - m) overflows once a new score exceeds the old max by ~710.
-    m_new = max(m, float(np.max(scores)))
-    if m_new == -math.inf:
-        return m_new, l, acc
-    base = m if m > -math.inf else m_new  # nothing seen yet: use the block's own maximum
-    p = np.exp(np.asarray(scores, float) - base)
-    back = math.exp(base - m_new)
-    return m_new, (l * math.exp(m - base) + p.sum()) * back, (acc * math.exp(m - base) + p @ values) * back
-
-
-_FACTORS = {"exp(m - m_new)": lambda m, m_new: math.exp(m - m_new), "exp(m_new - m)": lambda m, m_new: math.exp(min(m_new - m, 709.0)) if m > -math.inf else math.inf, "1": lambda m, m_new: 1.0}
+_MERGED_MAX = {"max(m1, m2)": max, "min(m1, m2)": min, "m1": lambda a, b: a, "m2": lambda a, b: b}
+_RESCALE = {
+    "exp(m_i - m)": lambda mi, m: np.exp(mi - m),
+    "exp(m - m_i)": lambda mi, m: np.exp(m - mi),
+    "nothing": lambda mi, m: 1.0,
+}
 
 
 def _q1_variants() -> dict:
-    """Every pair of factors for l and acc but the right one, plus the block terms taken relative to the old max."""
+    """Every way to pick the merged maximum and the rescaling factor, but the right one."""
     variants = {}
-    for l_name, l_factor in _FACTORS.items():
-        for a_name, a_factor in _FACTORS.items():
-            if l_name == a_name == "exp(m - m_new)":
+    for m_name, pick in _MERGED_MAX.items():
+        for f_name, factor in _RESCALE.items():
+            if (m_name, f_name) == ("max(m1, m2)", "exp(m_i - m)"):
                 continue
 
-            def wrong(m, l, acc, scores, values, l_factor=l_factor, a_factor=a_factor):
-                m_new = max(m, float(np.max(scores)))
-                shift = m_new if m_new > -math.inf else 0.0
-                p = np.exp(np.asarray(scores, float) - shift)
-                with np.errstate(all="ignore"):
-                    return m_new, np.float64(l) * l_factor(m, shift) + p.sum(), np.float64(acc) * a_factor(m, shift) + p @ values
+            def wrong(m1, ell1, m2, ell2, pick=pick, factor=factor):
+                m = pick(m1, m2)
+                both_empty = m1 == -np.inf and m2 == -np.inf
+                return m, 0.0 if both_empty else ell1 * factor(m1, m) + ell2 * factor(m2, m)
 
-            variants[f"rescaling l by {l_name} and acc by {a_name}"] = wrong
-    variants["computing the block's terms relative to the old maximum and rescaling afterwards"] = _q1_relative_to_old_max
+            variants[f"taking m = {m_name} and rescaling each ell_i by {f_name}"] = wrong
+    variants["the right formula without a guard for two empty states"] = _q1_unguarded
     return variants
-
-
-def _q1_nonfinite_hint(case: Case) -> str:
-    m, _, _, scores, _ = case.args
-    if m == -math.inf and np.isneginf(scores).all():
-        return (
-            "When nothing has been allowed yet, not even in this block, the state must stay (-inf, 0.0, 0.0). "
-            "There m_new is -inf, and shifting by it computes exp(-inf - (-inf)) = nan: shift by 0 instead "
-            "when m_new is -inf."
-        )
-    return (
-        "Every exponent must be <= 0: exp(s - m_new) for the block's terms and exp(m - m_new) for the old "
-        "state. An exponent relative to anything else overflows once the scores jump by about 710."
-    )
-
-
-def _running_max(run: Run) -> str | None:
-    m, _, _, scores, _ = run.case.args
-    expected = max(m, float(np.max(scores)))
-    if run.output[0] != expected:
-        return f"has m_new = {run.output[0]:.4g}; the new running maximum is max(m, max(scores)) = {expected:.4g}"
-    return None
-
-
-def _normalizer_at_least_one(run: Run) -> str | None:
-    # Once any key is allowed (a finite m_new), the key holding the maximum contributes e^0 = 1.
-    if np.isfinite(run.output[0]) and run.output[1] < 1 - 1e-12:
-        return (
-            f"has l_new = {run.output[1]:.4g} < 1, but the key holding the maximum contributes e^0 = 1 "
-            "to l_new by itself"
-        )
-    return None
 
 
 _Q1_SOLUTION = """
 ```python
-def update(m, l, acc, scores, values):
-    m_new = max(m, scores.max())
-    shift = m_new if m_new > -np.inf else 0.0  # nothing allowed yet: shift by 0, not by -inf
-    alpha = np.exp(m - shift)          # <= 1; exp(-inf) = 0 when nothing was seen yet
-    p = np.exp(scores - shift)         # every exponent <= 0; a masked key gives exp(-inf) = 0
-    return m_new, l * alpha + p.sum(), acc * alpha + p @ values
+def merge(m1, ell1, m2, ell2):
+    m = max(m1, m2)
+    if m == -np.inf:                   # both blocks empty: the merged state is empty too
+        return m, 0.0
+    return m, ell1 * np.exp(m1 - m) + ell2 * np.exp(m2 - m)
 ```
-`l` holds sum(exp(s_j - m)) and `acc` holds sum(exp(s_j - m) * v_j) over the keys seen.
-Multiplying both by exp(m - m_new) turns every old term exp(s_j - m) into exp(s_j - m_new);
-the new block adds its own terms, already relative to m_new. The output is acc / l, at the end.
-
-The `shift` matters in one case only: the state is still empty, (-inf, 0, 0), and the block is
-fully masked. Then m_new = -inf, and shifting by m_new would compute exp(-inf - (-inf)) = nan.
-Shifting by 0 gives alpha = 0 and p = 0, so the state stays (-inf, 0, 0), as it should.
+Each normalizer holds terms exp(x - m_old); multiplying by exp(m_old - m) turns every
+one of them into exp(x - m). Both factors are at most 1, so nothing overflows. An empty
+block has the state (-inf, 0): its factor exp(-inf - m) is 0, so it adds nothing. Only when
+*both* are empty is m = -inf too, and exp(-inf - (-inf)) = exp(nan) would make ell nan; the
+merged state is then the empty state (-inf, 0).
 """
 
 
 def _q1() -> FunctionExercise:
+    inf = math.inf
     return FunctionExercise(
         "07",
         "q1",
-        "One step of the FlashAttention recurrence: fold a block of scores and values into (m, l, acc)",
+        "Merge the (max, normalizer) states of two blocks",
         reference=_q1_reference,
         starter=starter,
         cases=[
-            Case((-math.inf, 0.0, 0.0, np.array([1.0, 2.0]), np.array([10.0, 20.0]))),
-            Case((2.0, 1.5, 25.0, np.array([0.0, 1.0]), np.array([-4.0, 8.0]))),
-            Case((1.0, 1.25, 3.0, np.array([3.0, 0.5, 2.0]), np.array([1.0, 2.0, 3.0]))),
-            Case((800.0, 2.0, 10.0, np.array([1000.0, 999.0]), np.array([5.0, 7.0]))),
-            Case((0.5, 1.0, 4.0, np.array([-math.inf, -math.inf]), np.array([6.0, 9.0]))),
-            Case((-math.inf, 0.0, 0.0, np.array([-math.inf, -math.inf]), np.array([6.0, 9.0]))),
-            Case((0.0, 1.0, 2.0, np.array([800.0, 790.0]), np.array([1.0, 2.0]))),  # new scores far above the old max
-            Case((800.0, 2.0, 10.0, np.array([-200.0, 0.0]), np.array([3.0, 4.0]))),  # and far below it
+            Case((1.0, 1.5, 1.0, 2.0)),
+            Case((0.0, 1.0, 2.0, 1.0)),
+            Case((5.0, 1.25, -3.0, 2.5)),
+            Case((800.0, 1.0, 1000.0, 1.0)),  # the second block far above the first
+            Case((1000.0, 2.0, -500.0, 3.0)),  # the second block far below the first
+            Case((-inf, 0.0, 3.0, 1.0)),  # the first block empty
+            Case((-inf, 0.0, -inf, 0.0)),  # both empty: (-inf, 0), never nan
         ],
         probes=[
-            Case((5.0, 1.0, 1.0, np.array([2000.0, 0.0]), np.array([1.0, -1.0]))),
-            Case((-1000.0, 1.0, 1.0, np.array([1000.0, 0.0]), np.array([2.0, 3.0]))),
-            Case((1000.0, 1.0, 1.0, np.array([-1000.0, 0.0]), np.array([2.0, 3.0]))),
-            Case((3.0, 2.0, 5.0, np.array([3.0, 3.0]), np.array([1.0, 1.0]))),
+            Case((3.0, 1.0, -inf, 0.0)),
+            Case((0.0, 1.0, 2000.0, 1.5)),
+            Case((-2000.0, 1.0, 0.0, 1.0)),
+            Case((7.0, 1.0, 7.0, 1.0)),
         ],
         variants=_q1_variants(),
+        wrong_answers={
+            "adding the normalizers without rescaling": _q1_no_rescale,
+            "rescaling with the wrong sign": _q1_wrong_sign,
+            "keeping the smaller maximum": _q1_min,
+        },
         advice={
-            "computing the block's terms relative to the old maximum and rescaling afterwards": (
-                "You computed exp(s - m) with the old maximum m and rescaled afterwards. That is exact on paper, "
-                "but exp(s - m) overflows as soon as a new score exceeds the old maximum by about 710: compute "
-                "the block's terms relative to m_new, so that every exponent is <= 0. Try m = 0 and scores [800, 790]."
+            "the right formula without a guard for two empty states": (
+                "Two empty states (-inf, 0) merge into the empty state (-inf, 0): when m is -inf, "
+                "return (m, 0.0) instead of computing exp(-inf - (-inf))."
             ),
         },
-        properties=[_running_max, _normalizer_at_least_one],
-        wrong_answers={
-            "no rescaling of the old l and acc": _q1_no_rescale,
-            "rescaling l but not acc": _q1_rescale_l_only,
-            "rescaling with exp(m_new - m)": _q1_wrong_sign,
-            "the block's maximum instead of the running one": _q1_block_max_only,
-            "returning acc / l instead of acc": _q1_normalized,
-            "shifting by m_new = -inf when nothing is allowed yet": _q1_no_shift,
-        },
+        nonfinite_hint=(
+            "If both states are empty, m = -inf and exp(m1 - m) = exp(-inf + inf) = nan: return (-inf, 0.0) "
+            "then. Otherwise rescale by exp(m_i - m), which is at most 1, never by exp(m - m_i), which overflows."
+        ),
         hints=[
-            "The new running maximum is the larger of m and the block's largest score.",
-            "l and acc were built relative to the old maximum m. Multiply both by exp(m - m_new) to re-express them, then add the block's terms exp(s_j - m_new) and exp(s_j - m_new) * v_j.",
-            "Return a tuple `(m_new, l_new, acc_new)` of three numbers; do not divide by l (that happens once, after the last block).",
-            "If the state is empty and the block fully masked, m_new is -inf and exp(-inf - (-inf)) is nan: shift by 0 instead of m_new in that case, and the state stays (-inf, 0, 0).",
+            "The merged maximum is the larger of the two.",
+            "ell1 holds a sum of exp(x - m1). To re-express it relative to the new maximum m, multiply by exp(m1 - m).",
+            "Return a pair `(m, ell)` with ell = ell1 * exp(m1 - m) + ell2 * exp(m2 - m); if both maxima are -inf, return (-inf, 0.0).",
         ],
         solution=_Q1_SOLUTION,
-        # Tolerances: the update is a handful of exps and multiply-adds in float64, so a correct answer
-        # agrees to about 1e-15 relative; rtol=1e-12 leaves room for another order of the sums.
+        # Exact arithmetic up to two exps and a multiply-add: a correct float64 answer agrees to 1e-15.
         rtol=1e-12,
-        # One correct result is not finite: an empty state (-inf, 0, 0) meeting a fully masked block.
-        nonfinite_hint=_q1_nonfinite_hint,
     )
 
 
-# --- q2: how many scores are alive at once -------------------------------------------
+# --- q2: the tiled forward loop -------------------------------------------------------
 
 
-def _q2() -> ValueExercise:
-    L, S, bq, bk = 2048, 8192, 64, 128
-    return ValueExercise(
+def _q2_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, block_q: int, block_k: int) -> np.ndarray:
+    return tiled_attention(q, k, v, block_q=block_q, block_k=block_k)[0]
+
+
+def _buggy_loop(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    block_q: int,
+    block_k: int,
+    *,
+    rescale_ell: bool = True,
+    rescale_acc: bool = True,
+    sign: int = 1,
+    running_max: bool = True,
+    use_max: bool = True,
+    old_max_terms: bool = False,
+    normalize_each: bool = False,
+    tile_end: int = 0,
+    drop_last_k: bool = False,
+    drop_last_q: bool = False,
+    guard: bool = True,
+    scale: str = "1/sqrt(E)",
+) -> np.ndarray:
+    """The forward loop of the lesson, with one or more plausible mistakes switched on."""
+    n_q, n_k = q.shape[0], k.shape[0]
+    factor = {"1/sqrt(E)": 1 / math.sqrt(q.shape[1]), "1": 1.0, "1/E": 1 / q.shape[1], "1/sqrt(Ev)": 1 / math.sqrt(v.shape[1])}[scale]
+    out = np.zeros((n_q, v.shape[1]))
+    q_stop = n_q - n_q % block_q if drop_last_q else n_q
+    k_stop = n_k - n_k % block_k if drop_last_k else n_k
+    with np.errstate(all="ignore"):
+        for i0 in range(0, q_stop, block_q):
+            i1 = min(i0 + block_q, n_q)
+            m = np.full(i1 - i0, -np.inf)
+            ell = np.zeros(i1 - i0)
+            acc = np.zeros((i1 - i0, v.shape[1]))
+            for j0 in range(0, k_stop, block_k):
+                j1 = min(j0 + block_k + tile_end, n_k)
+                s = q[i0:i1] @ k[j0:j1].T * factor
+                block_max = s.max(axis=1, initial=-np.inf)
+                m_new = (np.maximum(m, block_max) if running_max else block_max) if use_max else np.zeros_like(m)
+                shift = np.where(np.isneginf(m_new), 0.0, m_new) if guard else m_new
+                alpha = np.exp(sign * (m - shift))
+                if sign < 0:  # the wrong sign, but still 0 for an empty state
+                    alpha = np.where(np.isneginf(m), 0.0, alpha)
+                if old_max_terms:  # terms relative to the old maximum, rescaled afterwards: overflows
+                    base = np.where(np.isneginf(m), shift, m)
+                    p = np.exp(s - base[:, None]) * np.exp(base - shift)[:, None]
+                else:
+                    p = np.exp(s - shift[:, None])
+                ell = (alpha if rescale_ell else 1.0) * ell + p.sum(axis=1)
+                acc = (alpha if rescale_acc else np.ones_like(alpha))[:, None] * acc + p @ v[j0:j1]
+                if normalize_each:
+                    acc = acc / ell[:, None]
+                m = m_new
+            out[i0:i1] = acc if normalize_each else acc / ell[:, None]
+    return out
+
+
+def _q2_variants() -> dict:
+    """One mistake at a time in the tiled loop, plus every wrong pair of rescalings."""
+
+    def bug(**kwargs):
+        return lambda q, k, v, block_q, block_k: _buggy_loop(q, k, v, block_q, block_k, **kwargs)
+
+    variants = {
+        "no rescaling of ell and acc when the maximum grows": bug(rescale_ell=False, rescale_acc=False),
+        "rescaling ell but not acc": bug(rescale_acc=False),
+        "rescaling acc but not ell": bug(rescale_ell=False),
+        "rescaling by exp(m_new - m), the wrong sign": bug(sign=-1),
+        "shifting each block by its own maximum only": bug(running_max=False),
+        "no maximum at all (shifting by 0)": bug(use_max=False),
+        "computing the block's terms relative to the old maximum and rescaling afterwards": bug(old_max_terms=True),
+        "dividing acc by ell after every block": bug(normalize_each=True),
+        "tiles that end one key early (j0:j0 + block_k - 1)": bug(tile_end=-1),
+        "tiles that end one key late (j0:j0 + block_k + 1)": bug(tile_end=1),
+        "dropping the last, partial tile of keys": bug(drop_last_k=True),
+        "dropping the last, partial tile of queries": bug(drop_last_q=True),
+        "shifting by m_new = -inf when nothing is allowed yet": bug(guard=False),
+        "no 1/sqrt(E) scale": bug(scale="1"),
+        "scaling by 1/E instead of 1/sqrt(E)": bug(scale="1/E"),
+        "scaling by 1/sqrt(Ev), the values' width": bug(scale="1/sqrt(Ev)"),
+    }
+    variants["rescaling ell by exp(m_new - m) and acc by nothing"] = lambda q, k, v, bq, bk: _buggy_loop(
+        q, k, v, bq, bk, sign=-1, rescale_acc=False
+    )
+    return variants
+
+
+def _q2_whole_matrix(q, k, v, block_q, block_k):
+    s = q @ k.T / math.sqrt(q.shape[1])
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True) @ v
+
+
+def _never_holds_the_score_matrix(run: Run) -> str | None:
+    """On a large case, the answer's peak memory must stay far below one (L, S) float64 matrix."""
+    q, k, v, block_q, block_k = run.case.args
+    n_q, n_k = q.shape[0], k.shape[0]
+    if n_q * n_k < 100_000:
+        return None
+    args = copy.deepcopy(run.case.args)
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        with np.errstate(all="ignore"):
+            run.function(*args)
+    except Exception:  # reported by the checker's own call
+        return None
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] - base
+        if not was_tracing:
+            tracemalloc.stop()
+    matrix = n_q * n_k * 8
+    if peak >= matrix / 2:
+        return (
+            f"is right, but your function held {peak / 2**20:.2f} MiB at once, at least half of the whole "
+            f"({n_q}, {n_k}) score matrix ({matrix / 2**20:.2f} MiB), with tiles of {block_q} x {block_k}: "
+            "compute one tile of scores at a time, and keep only m, ell and acc between tiles"
+        )
+    return None
+
+
+def _q2_nonfinite_hint(case: Case) -> str:
+    k = case.args[1]
+    if np.isneginf(k).any():
+        return (
+            "In this input the first tile of keys has score -inf for every query, as a fully masked tile has. "
+            "There m_new is -inf, and exp(m - m_new) = exp(-inf - (-inf)) = nan: shift by 0 where m_new is "
+            "-inf, so that the state stays (-inf, 0, 0)."
+        )
+    return (
+        "Every exponent must be <= 0: exp(s - m_new) for the tile's terms and exp(m - m_new) for the old "
+        "state. An exponent relative to anything else overflows once the scores jump by about 710."
+    )
+
+
+@dataclass(frozen=True)
+class _Shapes(Case):
+    """A case of q2, described by its shapes and what it tests rather than by its numbers."""
+
+    label: str = ""
+
+    def describe(self) -> str:
+        q, k, v, block_q, block_k = self.args
+        return f"(L={q.shape[0]}, S={k.shape[0]}, E={q.shape[1]}, Ev={v.shape[1]}, block_q={block_q}, block_k={block_k}: {self.label})"
+
+
+def _q2_case(inputs: tuple[np.ndarray, np.ndarray, np.ndarray], block_q: int, block_k: int, label: str) -> _Shapes:
+    return _Shapes((*inputs, block_q, block_k), label=label)
+
+
+def _q2_inputs(seed: int, L: int, S: int, E: int = 4, Ev: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    q, k, v = rng.normal(size=(L, E)), rng.normal(size=(S, E)), rng.normal(size=(S, Ev))
+    q[:, 0] = 1.0  # every query weighs the first coordinate of a key by 1: a key's k[j, 0] moves its score
+    return q, k, v
+
+
+def _q2_jump(seed: int, L: int, S: int, start: int, jump: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs whose keys from `start` on score `jump` higher (or lower) than the keys before them."""
+    q, k, v = _q2_inputs(seed, L, S)
+    k[start:, 0] += 2 * jump  # the score is q . k / sqrt(4) = (k[j, 0] + ...) / 2
+    return q, k, v
+
+
+def _q2_masked_first_tile(seed: int, L: int, S: int, block_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    q, k, v = _q2_inputs(seed, L, S)
+    k[:block_k, 0] = -np.inf  # q[i, 0] = 1 > 0, so every query scores -inf against these keys
+    return q, k, v
+
+
+_Q2_SOLUTION = """
+```python
+def flash_forward(q, k, v, block_q, block_k):
+    L, S = q.shape[0], k.shape[0]
+    scale = 1 / np.sqrt(q.shape[1])
+    out = np.empty((L, v.shape[1]))
+    for i0 in range(0, L, block_q):                    # one tile of queries at a time
+        i1 = min(i0 + block_q, L)
+        m = np.full(i1 - i0, -np.inf)                  # running maximum per row
+        ell = np.zeros(i1 - i0)                        # running normalizer per row
+        acc = np.zeros((i1 - i0, v.shape[1]))          # unnormalized output per row
+        for j0 in range(0, S, block_k):                # one tile of keys at a time
+            j1 = min(j0 + block_k, S)
+            s = q[i0:i1] @ k[j0:j1].T * scale          # block_q x block_k scores, the only ones alive
+            m_new = np.maximum(m, s.max(axis=1))
+            shift = np.where(m_new == -np.inf, 0.0, m_new)  # nothing allowed yet: shift by 0, not -inf
+            alpha = np.exp(m - shift)                  # <= 1: moves the old terms to the new maximum
+            p = np.exp(s - shift[:, None])             # every exponent <= 0
+            ell = alpha * ell + p.sum(axis=1)
+            acc = alpha[:, None] * acc + p @ v[j0:j1]
+            m = m_new
+        out[i0:i1] = acc / ell[:, None]                # divide once, at the end (FlashAttention-2)
+    return out
+```
+`min(..., L)` and `min(..., S)` make the last tiles shorter when the block sizes do not divide
+the lengths. The `shift` matters only while every score seen is -inf (a fully masked first
+tile): then m_new = -inf, and shifting by it would compute exp(-inf - (-inf)) = nan.
+"""
+
+
+def _q2() -> FunctionExercise:
+    big = _q2_inputs(7, 384, 384, E=8, Ev=8)
+    return FunctionExercise(
         "07",
         "q2",
-        "How many times more scores does naive attention keep in memory than one tile, for L = 2048, S = 8192, block_q = 64, block_k = 128?",
-        reference=(L * S) // (bq * bk),
-        wrong_answers={
-            "S / block_k": (S // bk, "that keeps all L query rows and tiles only the keys: L * block_k scores alive, as when every query block runs in parallel. One tile holds block_q * block_k."),
-            "L / block_q": (L // bq, "that tiles only the queries; a tile is block_q queries by block_k keys."),
-            "a sum instead of a product": (L // bq + S // bk, "the number of tiles is a product: (L / block_q) * (S / block_k)."),
-            "S / L": (S // L, "that compares the two lengths; compare L * S scores with block_q * block_k."),
-        },
-        hints=[
-            "Naive attention forms the whole (L, S) score matrix: L * S numbers.",
-            "Tiled attention holds one (block_q, block_k) tile of scores at a time.",
-            "Divide the two. The answer also counts how many tiles cover the score matrix.",
+        "Write the tiled forward loop: attention one (block_q, block_k) tile at a time",
+        reference=_q2_reference,
+        starter=starter,
+        cases=[
+            _q2_case(_q2_inputs(1, 5, 7), 2, 3, "block sizes that divide neither length"),
+            _q2_case(_q2_inputs(2, 6, 9), 4, 4, "block_k does not divide S"),
+            _q2_case(_q2_inputs(3, 5, 7), 1, 1, "tiles of one query and one key"),
+            _q2_case(_q2_inputs(4, 5, 7), 8, 16, "one tile larger than both lengths"),
+            _q2_case(_q2_jump(5, 4, 7, 4, 800.0), 3, 4, "the second tile of keys scores 800 above the first"),
+            _q2_case(_q2_jump(6, 4, 7, 4, -800.0), 3, 4, "the second tile of keys scores 800 below the first"),
+            _q2_case(_q2_jump(9, 4, 7, 0, -800.0), 3, 4, "every score near -800"),
+            _q2_case(_q2_masked_first_tile(8, 5, 7, 3), 2, 3, "the first tile of keys scores -inf for every query"),
+            _q2_case(big, 32, 32, "large: the (384, 384) score matrix must never exist"),
         ],
-        solution="`2048` = (2048 * 8192) / (64 * 128) = 16,777,216 / 8,192: one tile per 2048th of the matrix.",
-        atol=0.0,
+        probes=[
+            _q2_case(_q2_inputs(10, 16, 16), 3, 5, "probe"),
+            _q2_case(_q2_jump(11, 6, 10, 5, 2000.0), 2, 5, "probe: 2000 above"),
+            _q2_case(_q2_jump(12, 6, 10, 3, -2000.0), 4, 3, "probe: 2000 below"),
+            _q2_case(_q2_masked_first_tile(13, 4, 9, 4), 4, 4, "probe: first tile -inf"),
+            _q2_case(_q2_inputs(14, 1, 1), 1, 1, "probe: one query, one key"),
+        ],
+        variants=_q2_variants(),
+        wrong_answers={
+            "computing the whole (L, S) score matrix at once": _q2_whole_matrix,
+        },
+        advice={
+            "computing the whole (L, S) score matrix at once": (
+                "Your results are right, but the point of the exercise is to never form the (L, S) matrix: "
+                "loop over tiles of block_q queries and block_k keys."
+            ),
+            "computing the block's terms relative to the old maximum and rescaling afterwards": (
+                "You computed exp(s - m) with the old maximum and rescaled afterwards. That is exact on paper, "
+                "but exp(s - m) overflows as soon as a new score exceeds the old maximum by about 710: compute "
+                "the tile's terms relative to m_new, so that every exponent is <= 0."
+            ),
+            "shifting by m_new = -inf when nothing is allowed yet": (
+                "While every score seen is -inf, m_new is -inf: shift by 0 there (np.where(m_new == -np.inf, 0, m_new)), "
+                "so that exp(m - shift) and exp(s - shift) are 0, not nan."
+            ),
+            "dropping the last, partial tile of keys": (
+                "range(0, S, block_k) visits the last, shorter tile too; end each tile at min(j0 + block_k, S)."
+            ),
+            "dropping the last, partial tile of queries": (
+                "range(0, L, block_q) visits the last, shorter tile too; end each tile at min(i0 + block_q, L)."
+            ),
+        },
+        properties=[_never_holds_the_score_matrix],
+        hints=[
+            "Two loops: over tiles of queries `for i0 in range(0, L, block_q)`, and inside it over tiles of keys "
+            "`for j0 in range(0, S, block_k)`; end each tile at `min(i0 + block_q, L)` and `min(j0 + block_k, S)`.",
+            "For each tile of queries, start every row at m = -inf, ell = 0, acc = 0 (a vector of length Ev per row).",
+            "For each tile of keys: s = q[i0:i1] @ k[j0:j1].T / sqrt(E); m_new = max(m, rowmax(s)); "
+            "alpha = exp(m - m_new); p = exp(s - m_new); ell = alpha * ell + rowsum(p); acc = alpha * acc + p @ v[j0:j1].",
+            "After the last tile of keys, write acc / ell for the tile's rows. One case has a first tile of keys "
+            "whose scores are all -inf: where m_new is -inf, shift by 0 instead.",
+        ],
+        solution=_Q2_SOLUTION,
+        # Tolerances: a correct float64 loop differs from tiled_attention only in the order of its sums
+        # (about 1e-15 relative); rtol=1e-10 leaves room, and every mistake above misses by far more.
+        rtol=1e-10,
+        atol=1e-12,
+        nonfinite_hint=_q2_nonfinite_hint,
     )
 
 
-# --- q3: the price of rescaling -----------------------------------------------------
+# --- q3: the bytes of K and V the tiled loop reads ------------------------------------
 
 
 def _q3() -> ValueExercise:
-    L, S, bk = 1024, 4096, 128
+    L, S, d, bq, bk, nbytes = 4096, 4096, 64, 128, 64, 4
+    mib = 2**20
+    kv_once = S * 2 * d * nbytes
     return ValueExercise(
         "07",
         "q3",
-        "How many extra exponentials does the rescaling cost for L = 1024 queries, S = 4096 keys, block_k = 128?",
-        reference=L * math.ceil(S / bk),
+        "How many MiB of K and V does the tiled forward read for L = S = 4096, d = 64, float32, block_q = 128, block_k = 64?",
+        reference=math.ceil(L / bq) * kv_once / mib,
         wrong_answers={
-            "all the exps": (L * S + L * math.ceil(S / bk), "that counts the L * S exps of the weights too, which naive attention also computes. Only the rescaling factors are extra."),
-            "one per key block": (math.ceil(S / bk), "each query row has its own running maximum, so each row needs its own factor per key block."),
-            "one per score": (L * S, "those exps the naive softmax needs as well. The extra ones are the factors exp(m - m_new)."),
-            "per tile, not per row": ((L // 64) * math.ceil(S / bk), "a tile of 64 queries has 64 running maxima, one per row, so 64 factors per tile."),
-            "per 128 x 128 tile": (
-                (L // bk) * math.ceil(S / bk),
-                "that is one factor per tile of 128 queries by 128 keys, (1024 / 128) * (4096 / 128). But a tile keeps "
-                "one running maximum per query row, so each of its 128 rows needs its own factor.",
+            "K and V once": (kv_once / mib, "that reads K and V once. The loop over keys runs again for every tile of queries."),
+            "L / block_k passes": (
+                math.ceil(L / bk) * kv_once / mib,
+                "the number of passes over K and V is the number of query tiles, L / block_q, not L / block_k.",
             ),
-            "skipping the first key block": (
-                L * (math.ceil(S / bk) - 1),
-                "close, and the idea is sound: the first block's factor is exp(-inf) = 0, which only wipes the empty "
-                "state, so a kernel that starts from the first block's own state could skip those 1024 exps, and then "
-                "31744 would be its count. This exercise counts the recurrence as section 2 writes it and as "
-                "tiled_attention runs it, with one factor per row for every key block, the first one included; the "
-                "table below counts the same way.",
+            "K only": (math.ceil(L / bq) * S * d * nbytes / mib, "that counts K only; every tile of keys comes with its tile of values."),
+            "numbers, not bytes": (math.ceil(L / bq) * S * 2 * d / mib, "that counts numbers; a float32 number takes 4 bytes."),
+            "Q as well": (
+                (math.ceil(L / bq) * kv_once + L * d * nbytes) / mib,
+                "that adds Q, read once; the question asks for K and V only.",
+            ),
+            "every tile its own K and V tile, per key tile": (
+                math.ceil(L / bq) * math.ceil(S / bk) * kv_once / mib,
+                "each tile of queries reads K and V once in all, one tile of keys at a time, not once per tile of keys.",
             ),
         },
         hints=[
-            "Naive attention also computes one exp per score; the extra exps are the rescaling factors exp(m - m_new).",
-            "Each query row computes one factor every time a block of keys arrives.",
-            "Multiply the number of rows by the number of key blocks, S / block_k.",
+            "For each tile of queries, the inner loop reads all of K and all of V, one tile at a time.",
+            "There are L / block_q tiles of queries. K and V hold S * d numbers each.",
+            "Multiply: (L / block_q) * 2 * S * d numbers, 4 bytes each, then divide by 2**20.",
         ],
-        solution="`32768` = 1024 rows * (4096 / 128) key blocks: one factor exp(m - m_new) per row per block, "
-        "1/128 of the 4,194,304 exps the weights need.",
-        atol=0.0,
+        solution="`64` MiB = (4096 / 128) passes * 2 * 4096 * 64 numbers * 4 bytes / 2**20: K and V, 2 MiB together, "
+        "read once per tile of queries. block_k sets the tile, not the number of passes.",
+        atol=1e-9,
     )
 
 

@@ -1,0 +1,175 @@
+"""Lesson 07's exercises: references computed independently, shown solutions that pass, and families of wrong answers rejected.
+
+The generic guarantees (every generated variant rejected and named, the starter "not attempted",
+broken functions reported) are tested for every lesson in tests/test_exercises.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mpmath
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils import exercises
+from course_utils.tiled import tiled_attention
+
+EX = exercises.load("07")
+
+
+def _shown_solution(exercise, name):
+    code = exercise._solution.split("```python")[1].split("```")[0]
+    namespace = {"np": np}
+    exec(code, namespace)  # the code the learner is shown
+    return namespace[name]
+
+
+# --- q1: merge two states ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", EX.q1.cases + EX.q1.probes, ids=lambda c: c.describe())
+def test_q1_reference_keeps_the_log_of_the_total_mass(case):
+    m1, ell1, m2, ell2 = case.args
+    m, ell = EX.q1.reference(*case.args)
+    total = mpmath.mpf(ell1) * mpmath.exp(m1) + mpmath.mpf(ell2) * mpmath.exp(m2) if m > -math.inf else 0
+    if total == 0:
+        assert (m, ell) == (-math.inf, 0.0)
+    else:
+        assert m == max(m1, m2)
+        assert float(mpmath.log(total)) == pytest.approx(m + math.log(ell), rel=1e-14, abs=1e-14)
+
+
+def test_q1_the_shown_merge_passes_and_keeps_two_empty_states_empty():
+    merge = _shown_solution(EX.q1, "merge")
+    assert EX.q1.evaluate(merge).passed
+    assert merge(-np.inf, 0.0, -np.inf, 0.0) == (-np.inf, 0.0)
+
+
+def test_q1_the_unguarded_merge_is_told_about_two_empty_states(capsys):
+    assert EX.q1.check(EX.q1.variants["the right formula without a guard for two empty states"]).status == "incorrect"
+    assert "(-inf, 0)" in capsys.readouterr().out
+
+
+# --- q2: the tiled forward loop -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", EX.q2.cases + EX.q2.probes, ids=lambda c: c.describe())
+def test_q2_reference_equals_torch_sdpa_on_every_case(case):
+    q, k, v, _, _ = case.args
+    expected = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v))).numpy()
+    np.testing.assert_allclose(EX.q2.reference(*case.args), expected, rtol=1e-12, atol=1e-14)
+
+
+def test_q2_cases_hold_the_adversarial_inputs_the_lesson_promises():
+    shapes = [(c.args[0].shape[0], c.args[1].shape[0], c.args[3], c.args[4]) for c in EX.q2.cases]
+    assert any(L % bq and S % bk for L, S, bq, bk in shapes), "block sizes that divide neither length"
+    scores = [c.args[0] @ c.args[1].T / math.sqrt(c.args[0].shape[1]) for c in EX.q2.cases]
+    with np.errstate(invalid="ignore"):
+        jumps = [s[:, c.args[4]:].max() - s[:, : c.args[4]].max() for s, c in zip(scores, EX.q2.cases) if c.args[1].shape[0] > c.args[4]]
+    assert max(jumps) > 710 and min(jumps) < -710, "a later tile far above and one far below the running max"
+    assert any(np.isneginf(s[:, : c.args[4]]).all() for s, c in zip(scores, EX.q2.cases)), "a fully masked first tile"
+
+
+def test_q2_the_shown_loop_passes_its_checker(capsys):
+    assert EX.q2.check(_shown_solution(EX.q2, "flash_forward")).passed
+
+
+def _fa1_order(q, k, v, block_q, block_k):
+    """A right answer in FlashAttention-1's order: keys outer, queries inner, the output kept normalized."""
+    L, S = q.shape[0], k.shape[0]
+    out, m, ell = np.zeros((L, v.shape[1])), np.full(L, -np.inf), np.zeros(L)
+    for j0 in range(0, S, block_k):
+        kj, vj = k[j0 : j0 + block_k], v[j0 : j0 + block_k]
+        for i0 in range(0, L, block_q):
+            rows = slice(i0, i0 + block_q)
+            s = q[rows] @ kj.T / math.sqrt(q.shape[1])
+            m_new = np.maximum(m[rows], s.max(axis=1))
+            shift = np.where(np.isneginf(m_new), 0.0, m_new)
+            p = np.exp(s - shift[:, None])
+            old = ell[rows] * np.exp(m[rows] - shift)
+            ell_new = old + p.sum(axis=1)
+            safe = np.where(ell_new == 0, 1.0, ell_new)
+            out[rows] = (old[:, None] * out[rows] + p @ vj) / safe[:, None]
+            m[rows], ell[rows] = m_new, ell_new
+    return out
+
+
+def _lazy(q, k, v, block_q, block_k, threshold=8.0):
+    """A right answer that rescales only when the maximum grows by more than `threshold`."""
+    L, S = q.shape[0], k.shape[0]
+    out = np.zeros((L, v.shape[1]))
+    for i0 in range(0, L, block_q):
+        rows = slice(i0, i0 + block_q)
+        n = q[rows].shape[0]
+        m, ell, acc = np.full(n, -np.inf), np.zeros(n), np.zeros((n, v.shape[1]))
+        for j0 in range(0, S, block_k):
+            s = q[rows] @ k[j0 : j0 + block_k].T / math.sqrt(q.shape[1])
+            grow = s.max(axis=1) > m + threshold
+            m_new = np.where(grow, s.max(axis=1), m)
+            shift = np.where(np.isneginf(m_new), 0.0, m_new)
+            alpha = np.exp(m - shift)
+            p = np.exp(s - shift[:, None])
+            ell, acc, m = alpha * ell + p.sum(axis=1), alpha[:, None] * acc + p @ v[j0 : j0 + block_k], m_new
+        out[rows] = acc / ell[:, None]
+    return out
+
+
+@pytest.mark.parametrize("answer", [_fa1_order, _lazy], ids=["FlashAttention-1 order", "lazy rescaling"])
+def test_q2_other_right_loops_are_accepted(answer):
+    assert EX.q2.evaluate(answer).passed
+
+
+def test_q2_forming_the_whole_score_matrix_is_rejected_by_its_memory(capsys):
+    assert EX.q2.check(EX.q2.wrong_answers["computing the whole (L, S) score matrix at once"]).status == "incorrect"
+    out = capsys.readouterr().out
+    assert "score matrix" in out and "MiB" in out and "never form" in out
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "no rescaling of ell and acc when the maximum grows",
+        "rescaling ell but not acc",
+        "rescaling by exp(m_new - m), the wrong sign",
+        "shifting each block by its own maximum only",
+        "dividing acc by ell after every block",
+        "tiles that end one key early (j0:j0 + block_k - 1)",
+        "tiles that end one key late (j0:j0 + block_k + 1)",
+        "dropping the last, partial tile of keys",
+        "dropping the last, partial tile of queries",
+        "shifting by m_new = -inf when nothing is allowed yet",
+    ],
+)
+def test_q2_each_mistake_the_lesson_names_is_rejected_and_named(label, capsys):
+    verdict = EX.q2.check(EX.q2.variants[label])
+    assert verdict.status == "incorrect"
+    assert f"This is exactly what {label} gives." in capsys.readouterr().out
+
+
+def test_q2_a_nan_from_the_masked_first_tile_gets_the_guard_hint(capsys):
+    EX.q2.check(EX.q2.variants["shifting by m_new = -inf when nothing is allowed yet"])
+    out = capsys.readouterr().out
+    assert "first tile of keys scores -inf" in out and "shift by 0" in out
+
+
+# --- q3: the bytes of K and V ------------------------------------------------------------
+
+
+def test_q3_reference_equals_the_bytes_tiled_attention_counts():
+    # L = S = 4096, float32, tiles of 128 x 64; d = 1 here, and the bytes of K and V grow linearly with d = 64.
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(4096, 1)).astype(np.float32) for _ in range(3))
+    counts = {}
+    tiled_attention(q, k, v, block_q=128, block_k=64, counts=counts)
+    kv_bytes = 64 * (counts["bytes_read"]["k"] + counts["bytes_read"]["v"])
+    assert EX.q3.reference == kv_bytes / 2**20 == 64
+
+
+@pytest.mark.parametrize("label", list(EX.q3.wrong_answers))
+def test_q3_each_near_miss_gets_its_own_explanation(label, capsys):
+    assert EX.q3.check(EX.q3.wrong_answers[label]).status == "incorrect"
+    out = capsys.readouterr().out
+    assert "max abs diff" not in out  # a sentence about the mistake, not a bare distance
