@@ -1,13 +1,13 @@
 """Online softmax (Milakov & Gimelshein, 2018): the normalizer in one pass over the scores.
 
 A block of scores is summarized by a :class:`SoftmaxState`: its maximum ``m`` and
-its normalizer ``s = sum(exp(x - m))``. Two states merge exactly,
+its normalizer ``ell = sum(exp(x - m))`` (the papers' ℓ). Two states merge exactly,
 
-    m = max(m1, m2),    s = s1 * exp(m1 - m) + s2 * exp(m2 - m),
+    m = max(m1, m2),    ell = ell1 * exp(m1 - m) + ell2 * exp(m2 - m),
 
 so the scores can be read block by block (or split across workers) and the
 states merged in any order. FlashAttention runs the same recurrence over
-blocks of keys.
+blocks of keys (lesson 07, :mod:`course_utils.tiled`).
 """
 
 from __future__ import annotations
@@ -69,8 +69,8 @@ def softmax_state(x: ArrayLike, axis: int = -1) -> SoftmaxState:
     with np.errstate(invalid="ignore"):
         # Same stability trick as softmax; a row of all -inf has normalizer 0, not NaN.
         shifted = work - np.where(np.isneginf(m), 0, m)
-    s = np.exp(shifted).sum(axis=ax, keepdims=True)
-    return SoftmaxState(m, s)
+    ell = np.exp(shifted).sum(axis=ax, keepdims=True)
+    return SoftmaxState(m, ell)
 
 
 def merge_softmax_states(a: SoftmaxState, b: SoftmaxState) -> SoftmaxState:
@@ -90,8 +90,8 @@ def merge_softmax_states(a: SoftmaxState, b: SoftmaxState) -> SoftmaxState:
     with np.errstate(invalid="ignore"):
         # Where both maxima are -inf nothing has been seen: keep the normalizer at 0.
         safe = np.where(np.isneginf(m), 0, m)
-        s = a.normalizer * np.exp(a.max - safe) + b.normalizer * np.exp(b.max - safe)
-    return SoftmaxState(m, s)
+        ell = a.normalizer * np.exp(a.max - safe) + b.normalizer * np.exp(b.max - safe)
+    return SoftmaxState(m, ell)
 
 
 def online_softmax(x: ArrayLike, axis: int = -1, *, block_size: int | None = None) -> np.ndarray:
@@ -123,9 +123,9 @@ def online_softmax(x: ArrayLike, axis: int = -1, *, block_size: int | None = Non
     Notes
     -----
     The first pass reads each block once and merges its state into the
-    running one; the second pass writes ``exp(x - m) / s``. The textbook
+    running one; the second pass writes ``exp(x - m) / ell``. The textbook
     stable softmax needs three passes (max, sum, write). Proof of equality:
-    after merging every block, ``m`` is the row maximum and ``s`` equals
+    after merging every block, ``m`` is the row maximum and ``ell`` equals
     ``sum(exp(x - m))`` exactly, because each rescaling multiplies an old
     normalizer by ``exp(m_old - m_new)``, which moves every term it holds
     from ``exp(x - m_old)`` to ``exp(x - m_new)``.
