@@ -220,3 +220,12 @@ def test_bad_split_arguments_are_rejected_by_name(kwargs, error, match):
     rng = np.random.default_rng(9)
     with pytest.raises(error, match=match):
         split_kv_attention(rng.normal(size=(3, 4)), rng.normal(size=(5, 4)), rng.normal(size=(5, 2)), **kwargs)
+
+
+@pytest.mark.parametrize("split", [{"n_splits": 3}, {"chunk": 2}])
+def test_no_keys_at_all_gives_zeros_and_minus_inf_and_no_queries_an_empty_result(split):
+    q, k, v = np.ones((2, 3)), np.ones((0, 3)), np.ones((0, 4))
+    out, lse = split_kv_attention(q, k, v, **split)
+    assert (out == 0).all() and out.shape == (2, 4) and np.isneginf(lse).all()
+    out, lse = split_kv_attention(np.ones((0, 3)), np.ones((5, 3)), np.ones((5, 2)), **split)
+    assert out.shape == (0, 2) and lse.shape == (0,)
