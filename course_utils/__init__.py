@@ -13,6 +13,7 @@ from .attention import (
     scaled_dot_product_attention,
 )
 from .claims import check_claim
+from .decoding import merge_attention_parts, split_kv_attention
 from .experiments import (
     RowGradients,
     RowStats,
@@ -30,7 +31,7 @@ from .plotting import COLORMAP, PALETTE, plot_exp_overflow, use_course_style
 from .reproducibility import setup
 from .sparse import entmax15, entmax15_backward, entmax_alpha_backward, entmax_bisect, sparsemax, sparsemax_backward
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
-from .tiled import tiled_attention
+from .tiled import tiled_attention, tiled_attention_backward
 from .torch_check import CrossCheckError, cross_check
 from .variants import (
     llama4_query_scale,
@@ -68,6 +69,7 @@ __all__ = [
     "log_softmax",
     "log_softmax_backward",
     "logsumexp",
+    "merge_attention_parts",
     "merge_softmax_states",
     "naive_softmax",
     "online_softmax",
@@ -85,10 +87,12 @@ __all__ = [
     "softmax_backward",
     "softmax_jacobian",
     "softmax_state",
+    "split_kv_attention",
     "SoftmaxState",
     "sparsemax",
     "sparsemax_backward",
     "tiled_attention",
+    "tiled_attention_backward",
     "use_course_style",
     "llama4_query_scale",
     "qk_norm",

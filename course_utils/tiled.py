@@ -26,7 +26,7 @@ from numpy.typing import ArrayLike
 from ._validation import check_int, compute_dtype
 from .attention import apply_mask, attention_inputs, broadcast_mask
 
-__all__ = ["tiled_attention"]
+__all__ = ["tiled_attention", "tiled_attention_backward"]
 
 #: The arrays whose bytes ``tiled_attention(..., counts=...)`` tallies, in this order.
 COUNTED_ARRAYS = ("q", "k", "v", "mask", "out", "lse")
@@ -292,3 +292,161 @@ def tiled_attention(
                 tally["bytes_written"]["lse"] += _stored_nbytes(lse[..., i0:i1])
     result_dtype = np.result_type(qa, ka, va)
     return out.astype(result_dtype, copy=False), lse.astype(result_dtype, copy=False)
+
+
+# --- The backward pass, as FlashAttention computes it ------------------------------------
+# (Kept below the forward pass, which it inverts; the imports it alone needs are here.)
+from ._validation import as_real_array  # noqa: E402
+from .gradients import _sum_to_shape  # noqa: E402
+
+
+def tiled_attention_backward(
+    q: ArrayLike,
+    k: ArrayLike,
+    v: ArrayLike,
+    out: ArrayLike,
+    lse: ArrayLike,
+    d_out: ArrayLike,
+    *,
+    mask: ArrayLike | None = None,
+    scale: float | None = None,
+    is_causal: bool = False,
+    block_q: int = 64,
+    block_k: int = 64,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    r"""The gradients of attention with respect to q, k and v, tile by tile, from the output and the logsumexp.
+
+    The result equals :func:`~course_utils.attention_backward` (up to
+    rounding), which forms the full (L, S) matrix of weights; this function
+    never does. It loops as FlashAttention's backward pass does: over tiles
+    of **keys and values in the outer loop**, so that the gradients of one
+    tile of K and V are complete when its inner loop over the query tiles
+    ends (on a GPU they stay on chip and are written once), while the
+    gradient of Q is accumulated across the outer loop (on a GPU, with
+    atomic adds to a float32 buffer).
+
+    Parameters
+    ----------
+    q, k, v : array_like, shapes (..., L, E), (..., S, E), (..., S, Ev)
+        The inputs of the forward pass.
+    out, lse : array_like, shapes (..., L, Ev) and (..., L)
+        The two results of :func:`tiled_attention` on the same inputs and
+        arguments. For a row with no allowed key, `lse` may be ``-inf`` or
+        ``+inf`` (either `masked_lse` convention): ``-inf`` is read as ``+inf``
+        before the weights are recomputed, so that
+        :math:`e^{-\infty - \operatorname{lse}} = 0` and not NaN.
+    d_out : array_like, shape (..., L, Ev)
+        :math:`dO = \partial \text{loss} / \partial O`.
+    mask, scale, is_causal : optional
+        As in :func:`tiled_attention`, and the same as in the forward pass.
+    block_q, block_k : int, default 64
+        Queries and keys per tile, each >= 1; they need not divide L or S.
+
+    Returns
+    -------
+    dq, dk, dv : numpy.ndarray
+        The shapes of `q`, `k` and `v` (batch dimensions that were broadcast
+        are summed back). A fully masked query row passes no gradient: its
+        ``dq`` row is 0 and it adds nothing to ``dk`` and ``dv``. With
+        `is_causal`, key tiles that no query sees get zero gradients without
+        being read. A NaN in any input reaches the gradients it touches.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`tiled_attention`, and a ``ValueError`` naming `out`,
+        `d_out` or `lse` if its shape is not that of the forward results.
+
+    See Also
+    --------
+    tiled_attention : the forward pass whose results this function takes.
+    attention_backward : the same gradients, from the full matrix of weights.
+
+    Notes
+    -----
+    With :math:`P = \exp(S - \operatorname{lse})`, recomputed per tile from
+    the tile of scores :math:`S = q k^T \cdot \text{scale}` (masked), and
+    :math:`D = \operatorname{rowsum}(dO \odot O)`, computed once before the
+    loops (it equals :math:`\operatorname{rowsum}(P \odot dP)` because
+    :math:`O = P v`):
+
+    .. math::
+
+        dV_j \mathrel{+}= P_{ij}^T dO_i, \quad
+        dP_{ij} = dO_i V_j^T, \quad
+        dS_{ij} = P_{ij} \odot (dP_{ij} - D_i), \quad
+        dQ_i \mathrel{+}= dS_{ij} K_j \cdot \text{scale}, \quad
+        dK_j \mathrel{+}= dS_{ij}^T Q_i \cdot \text{scale} .
+
+    for key tile :math:`j` (outer loop) and query tile :math:`i` (inner
+    loop). FlashAttention-1 (Dao et al., 2022, arXiv:2205.14135, Algorithm 4)
+    and FlashAttention-2 (Dao, 2023, arXiv:2307.08691, Algorithm 2) both loop
+    this way. FlashAttention-1 recomputed P from the saved m and
+    :math:`\ell`, and D inside the inner loop; FlashAttention-2 recomputes P
+    from the lse alone, computes D in a separate pass first, and runs the
+    key tiles in parallel, one thread block each.
+
+    Examples
+    --------
+    >>> from course_utils import attention_backward
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = rng.normal(size=(5, 4)), rng.normal(size=(7, 4)), rng.normal(size=(7, 3))
+    >>> out, lse = tiled_attention(q, k, v, is_causal=True, block_q=2, block_k=3)
+    >>> d_out = rng.normal(size=out.shape)
+    >>> grads = tiled_attention_backward(q, k, v, out, lse, d_out, is_causal=True, block_q=2, block_k=3)
+    >>> reference = attention_backward(q, k, v, d_out, is_causal=True)
+    >>> [bool(np.allclose(g, r, rtol=0, atol=1e-12)) for g, r in zip(grads, reference)]
+    [True, True, True]
+    >>> bool((grads[1][5:] == 0).all())  # keys 5 and 6 lie beyond the last query: no query sees them
+    True
+    """
+    bq, bk = check_int(block_q, "block_q", 1), check_int(block_k, "block_k", 1)
+    qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
+    try:
+        batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2])
+        out_batch = np.broadcast_shapes(batch, va.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the batch dimensions of q {qa.shape}, k {ka.shape} and v {va.shape} do not broadcast") from None
+    n_q, n_k = qa.shape[-2], ka.shape[-2]
+    o, g, lse_in = as_real_array(out, "out"), as_real_array(d_out, "d_out"), as_real_array(lse, "lse")
+    for name, arr, shape in (("out", o, (*out_batch, n_q, va.shape[-1])), ("d_out", g, (*out_batch, n_q, va.shape[-1])),
+                             ("lse", lse_in, (*batch, n_q))):
+        if arr.shape != shape:
+            raise ValueError(f"{name} must have shape {shape}, as tiled_attention returns it for these inputs; got {arr.shape}")
+    m_arr = None if mask is None else broadcast_mask(mask, (*batch, n_q, n_k))
+
+    result_dtype = np.result_type(qa, ka, va, o, g)
+    dtype = compute_dtype(result_dtype)
+    qs = qa.astype(dtype) * dtype.type(factor)  # the scaled queries, as in the forward pass
+    kw, vw, g = ka.astype(dtype, copy=False), va.astype(dtype, copy=False), g.astype(dtype, copy=False)
+    # Either convention in, +inf used: a fully masked row then recomputes exp(-inf - inf) = 0, never NaN.
+    lse_p = np.where(np.isneginf(lse_in), np.inf, lse_in).astype(dtype, copy=False)
+    d_row = (g * o.astype(dtype, copy=False)).sum(axis=-1)  # D = rowsum(dO * O), one number per query row
+    dq = np.zeros((*out_batch, n_q, qa.shape[-1]), dtype)
+    dk = np.zeros((*out_batch, n_k, ka.shape[-1]), dtype)
+    dv = np.zeros((*out_batch, n_k, va.shape[-1]), dtype)
+    with np.errstate(invalid="ignore", under="ignore"):
+        for j0 in range(0, n_k, bk):  # outer loop: one tile of keys and values
+            j1 = min(j0 + bk, n_k)
+            k_tile, v_tile = kw[..., j0:j1, :], vw[..., j0:j1, :]
+            dk_tile = np.zeros((*out_batch, j1 - j0, ka.shape[-1]), dtype)  # on a GPU: on chip until the inner loop ends
+            dv_tile = np.zeros((*out_batch, j1 - j0, va.shape[-1]), dtype)
+            # Causal: query i sees keys 0..i, so the query tiles before the one holding query j0 never see this tile.
+            for i0 in range((j0 // bq) * bq if is_causal else 0, n_q, bq):
+                i1 = min(i0 + bq, n_q)
+                s = qs[..., i0:i1, :] @ np.swapaxes(k_tile, -1, -2)
+                if is_causal and j1 - 1 > i0:  # only tiles that cross the diagonal need the mask
+                    s = np.where(np.arange(j0, j1)[None, :] <= np.arange(i0, i1)[:, None], s, -np.inf)
+                elif m_arr is not None:
+                    s = apply_mask(s, m_arr[..., i0:i1, j0:j1])
+                p = np.exp(s - lse_p[..., i0:i1, None])  # the weights of this tile, recomputed
+                g_tile = g[..., i0:i1, :]
+                dv_tile += np.swapaxes(p, -1, -2) @ g_tile
+                ds = p * (g_tile @ np.swapaxes(v_tile, -1, -2) - d_row[..., i0:i1, None])
+                dq[..., i0:i1, :] += ds @ k_tile  # accumulated over the outer loop (atomic adds on a GPU)
+                dk_tile += np.swapaxes(ds, -1, -2) @ qs[..., i0:i1, :]  # the scale is already in qs
+            dk[..., j0:j1, :], dv[..., j0:j1, :] = dk_tile, dv_tile  # written once
+    dq *= dtype.type(factor)
+    return tuple(
+        _sum_to_shape(grad, arr.shape).astype(result_dtype, copy=False) for grad, arr in ((dq, qa), (dk, ka), (dv, va))
+    )

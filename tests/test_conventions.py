@@ -62,6 +62,15 @@ CALLS = {
         _Q.astype(t), _K.astype(t), _V.astype(t), is_causal=True
     ),
     "tiled_attention": lambda t: tiled_attention(_Q.astype(t), _K.astype(t), _V.astype(t), block_q=2, block_k=4),
+    "tiled_attention_backward": lambda t: cu.tiled_attention_backward(
+        _Q.astype(t), _K.astype(t), _V.astype(t), *tiled_attention(_Q.astype(t), _K.astype(t), _V.astype(t)),
+        np.ones((4, 3), dtype=t), block_q=2, block_k=4,
+    ),
+    "split_kv_attention": lambda t: cu.split_kv_attention(_Q.astype(t), _K.astype(t), _V.astype(t), n_splits=4),
+    "merge_attention_parts": lambda t: cu.merge_attention_parts(
+        np.stack([tiled_attention(_Q, _K[:3], _V[:3])[0], tiled_attention(_Q, _K[3:], _V[3:])[0]]).astype(t),
+        np.stack([tiled_attention(_Q, _K[:3], _V[:3])[1], tiled_attention(_Q, _K[3:], _V[3:])[1]]).astype(t),
+    ),
     "attention_entropy": lambda t: cu.attention_entropy(_P.astype(t)),
     "attention_distance": lambda t: cu.attention_distance(softmax(_X[:, :3]).astype(t)),
     "attention_backward": lambda t: cu.attention_backward(

@@ -1,0 +1,469 @@
+"""Exercises for lesson 07b: the logsumexp's two conventions, the backward tile and the split-KV merge."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..decoding import merge_attention_parts
+from ..tiled import tiled_attention
+from .core import Case, Exercise, FunctionExercise, Run, starter
+
+# Tolerances of all three: the inputs are float64 and a correct answer differs from the reference
+# only by rounding (a few units in the 16th digit, whatever the order of the sums); rtol 1e-9 and
+# atol 1e-12 leave a wide margin for that and reject float32 or float16 arithmetic, rounding and
+# every wrong formula below by many orders of magnitude.
+RTOL, ATOL = 1e-9, 1e-12
+
+
+def _row_lse(scores: np.ndarray) -> np.ndarray:
+    """The logsumexp of each full row (-inf for a row with no allowed key), computed with the max shift."""
+    top = scores.max(axis=-1)
+    shift = np.where(np.isneginf(top), 0.0, top)
+    with np.errstate(divide="ignore"):
+        return shift + np.log(np.exp(scores - shift[..., None]).sum(axis=-1))
+
+
+# --- q1: recompute a tile of weights from the row's lse -----------------------------------
+
+
+def _q1_reference(scores: np.ndarray, lse: np.ndarray) -> np.ndarray:
+    # FlashAttention-2's convention for recomputing: a row with no allowed key gets lse = +inf,
+    # so that exp(-inf - inf) = 0 where exp(-inf - (-inf)) would be NaN.
+    lse_p = np.where(np.isneginf(lse), np.inf, lse)
+    return np.exp(np.asarray(scores, float) - lse_p[..., None])
+
+
+def _guarded(weights: np.ndarray) -> np.ndarray:
+    """Zeros where a wrong formula's row came out NaN only because the row is fully masked."""
+    return np.where(np.isnan(weights), 0.0, weights)
+
+
+def _q1_plain(scores, lse):
+    return np.exp(scores - lse[..., None])
+
+
+def _q1_tile_softmax(scores, lse):
+    with np.errstate(invalid="ignore"):
+        p = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return _guarded(p / p.sum(axis=-1, keepdims=True))
+
+
+def _q1_tile_max(scores, lse):
+    with np.errstate(invalid="ignore"):
+        return _guarded(np.exp(scores - scores.max(axis=-1, keepdims=True)))
+
+
+def _q1_quotient(scores, lse):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.exp(scores) / np.exp(np.where(np.isneginf(lse), np.inf, lse))[..., None]
+
+
+def _q1_exp2(scores, lse):
+    return 2.0 ** (scores - np.where(np.isneginf(lse), np.inf, lse)[..., None])
+
+
+def _q1_plus(scores, lse):
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _guarded(np.exp(scores + lse[..., None]))
+
+
+def _q1_lse_along_columns(scores, lse):
+    return np.exp(scores - np.where(np.isneginf(lse), np.inf, lse)[..., None, :])
+
+
+def _q1_uniform_for_masked_rows(scores, lse):
+    with np.errstate(invalid="ignore"):
+        p = np.exp(scores - lse[..., None])
+    return np.where(np.isneginf(lse)[..., None], 1.0 / scores.shape[-1], p)
+
+
+def _q1_at_most_one(run: Run) -> str | None:
+    if (run.output > 1 + 1e-12).any():
+        return (f"has a weight of {run.output.max():.4g}, above 1: every weight is e^(s - lse) <= 1, "
+                "since the lse of a row is at least each of its scores")
+    return None
+
+
+def _q1_nonfinite(case: Case) -> str:
+    if np.isneginf(np.asarray(case.args[1])).any():
+        return ("One row here has no allowed key: its scores are all -inf and its lse is -inf, so exp(s - lse) "
+                "computes exp(-inf - (-inf)) = exp(nan). Give that row lse = +inf before you subtract "
+                "(FlashAttention-2's convention for recomputing): exp(-inf - inf) = 0.")
+    return ("exp of a large score overflows (exp(710) is already inf in float64). Subtract the lse first and "
+            "take one exp of the difference, which is <= 0.")
+
+
+def _q1_cases() -> list[Case]:
+    gen = np.random.default_rng(71)
+    q, k = gen.normal(size=(4, 4)), gen.normal(size=(9, 4))
+    mask = gen.random((4, 9)) > 0.35
+    mask[1] = False  # a query with nothing to attend to
+    mask[3, 3:6] = False  # a query with keys elsewhere but none in the tile 3..5
+    mask[3, 0] = True
+    scores = np.where(mask, q @ k.T / 2.0, -np.inf)
+    lse = _row_lse(scores)
+    big = np.array([[800.0, 790.0, 795.0, 799.0, 801.0]])  # one row; the tile is its first 3 keys
+    batch_s = gen.normal(scale=2.0, size=(2, 3, 4, 7))
+    batch_s[0, 1, 2] = -np.inf  # one fully masked row in the batch
+    batch_s[1, :, :, 5] = -np.inf
+    return [
+        Case((np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]]), np.array([3.0, 2.5]))),
+        Case((scores[:, 3:6], lse)),
+        Case((big[:, :3], _row_lse(big))),
+        Case((batch_s[..., 2:6], _row_lse(batch_s))),
+        Case((scores[1:4, 3:6], lse[1:4])),  # a square tile: the lse must run along the rows
+    ]
+
+
+_Q1_SOLUTION = """
+```python
+def tile_weights(scores, lse):
+    # A row with no allowed key has lse = -inf: use +inf instead (FlashAttention-2's choice),
+    # so that its weights are exp(-inf - inf) = 0 and not exp(-inf + inf) = nan.
+    lse = np.where(np.isneginf(lse), np.inf, lse)
+    return np.exp(scores - lse[..., None])
+```
+
+The lse already holds the row's maximum and normalizer over **all** its keys, so one subtraction and
+one exp give the tile's weights, exactly normalized for the row (they need not sum to 1 within the
+tile). FlashAttention-3 does the same with another finite-or-infinite choice: it keeps -inf and
+replaces it by 0 before recomputing, which also gives exp(-inf - 0) = 0.
+"""
+
+
+def _q1() -> FunctionExercise:
+    return FunctionExercise(
+        "07b",
+        "q1",
+        "Recompute a tile of attention weights from the row's logsumexp, fully masked rows included",
+        reference=_q1_reference,
+        starter=starter,
+        cases=_q1_cases(),
+        properties=[_q1_at_most_one],
+        wrong_answers={},
+        variants={
+            "exp(scores - lse) with lse = -inf left in place": _q1_plain,
+            "the softmax of the tile alone": _q1_tile_softmax,
+            "shifting by the tile's maximum instead of the lse": _q1_tile_max,
+            "exp(scores) / exp(lse)": _q1_quotient,
+            "2 ** (scores - lse) (exp2 without log2(e))": _q1_exp2,
+            "adding the lse instead of subtracting it": _q1_plus,
+            "the lse broadcast along the columns": _q1_lse_along_columns,
+            "uniform weights for a fully masked row": _q1_uniform_for_masked_rows,
+        },
+        advice={
+            "exp(scores - lse) with lse = -inf left in place": (
+                "Right for every row but the fully masked one: exp(-inf - (-inf)) is nan. Give that row lse = +inf first."
+            ),
+            "the softmax of the tile alone": (
+                "The tile holds only some of the row's keys. The lse normalizes over all of them, "
+                "so the tile's weights need not sum to 1: use exp(scores - lse), not a softmax of the tile."
+            ),
+            "shifting by the tile's maximum instead of the lse": (
+                "The tile's maximum is not the row's, and shifting is not normalizing: the lse does both at once."
+            ),
+            "exp(scores) / exp(lse)": (
+                "Mathematically the same, but exp(800) overflows to inf: subtract first, then take one exp."
+            ),
+            "2 ** (scores - lse) (exp2 without log2(e))": (
+                "Kernels use exp2, but only after multiplying the exponent by log2(e) = 1.4427 (folded into the scale)."
+            ),
+            "the lse broadcast along the columns": (
+                "lse has one number per row (query): use lse[..., None], which lines it up with the rows of the tile."
+            ),
+            "uniform weights for a fully masked row": (
+                "A row with no allowed key has weight 0 on every key (its output is zeros, as SDPA returns), not 1/n."
+            ),
+        },
+        hints=[
+            "The lse of a row is log(sum of e^s over all its allowed keys), so every weight of the row is e^(s - lse), "
+            "in any tile, with no maximum or sum to recompute.",
+            "A fully masked row has scores -inf and lse -inf, and -inf - (-inf) is nan. Which value of the lse would make "
+            "e^(-inf - lse) equal 0?",
+            "`lse = np.where(np.isneginf(lse), np.inf, lse)`, then `np.exp(scores - lse[..., None])`.",
+        ],
+        solution=_Q1_SOLUTION,
+        nonfinite_hint=_q1_nonfinite,
+        rtol=RTOL,
+        atol=ATOL,
+    )
+
+
+# --- q2: the gradient of one tile of scores ----------------------------------------------
+
+
+def _q2_reference(p, d_p, out, d_out):
+    d_row = (d_out * out).sum(axis=-1)  # D: one number per query row, a sum over ALL its keys
+    return p * (d_p - d_row[..., None])
+
+
+def _q2_tile_d(p, d_p, out, d_out):
+    return p * (d_p - (p * d_p).sum(axis=-1, keepdims=True))
+
+
+def _q2_no_d(p, d_p, out, d_out):
+    return p * d_p
+
+
+def _q2_d_of_d_out(p, d_p, out, d_out):
+    return p * (d_p - d_out.sum(axis=-1, keepdims=True))
+
+
+def _q2_d_of_out(p, d_p, out, d_out):
+    return p * (d_p - out.sum(axis=-1, keepdims=True))
+
+
+def _q2_mean_d(p, d_p, out, d_out):
+    return p * (d_p - (d_out * out).mean(axis=-1, keepdims=True))
+
+
+def _q2_sign(p, d_p, out, d_out):
+    return -_q2_reference(p, d_p, out, d_out)
+
+
+def _q2_d_outside(p, d_p, out, d_out):
+    return p * d_p - (d_out * out).sum(axis=-1, keepdims=True)
+
+
+def _q2_d_p_only(p, d_p, out, d_out):
+    return d_p - (d_out * out).sum(axis=-1, keepdims=True)
+
+
+def _q2_d_along_columns(p, d_p, out, d_out):
+    return p * (d_p - (d_out * out).sum(axis=-1)[..., None, :])
+
+
+def _q2_cases() -> list[Case]:
+    gen = np.random.default_rng(72)
+    cases = []
+    for spread, scale, tiles in ((1.0, 0.5, [(0, 3, 0, 4), (2, 6, 4, 10), (1, 2, 7, 8)]), (2.0, 1.0, [(0, 3, 3, 6)])):
+        q, k, v = gen.normal(scale=spread, size=(6, 4)), gen.normal(scale=spread, size=(10, 4)), gen.normal(size=(10, 3))
+        out, lse = tiled_attention(q, k, v, scale=scale)
+        d_out = gen.normal(size=out.shape)
+        for i0, i1, j0, j1 in tiles:
+            p = np.exp(q[i0:i1] @ k[j0:j1].T * scale - lse[i0:i1, None])  # the tile's weights, as in exercise 1
+            d_p = d_out[i0:i1] @ v[j0:j1].T
+            cases.append(Case((p, d_p, out[i0:i1], d_out[i0:i1])))
+    return cases
+
+
+_Q2_SOLUTION = """
+```python
+def score_grad_tile(p, d_p, out, d_out):
+    d_row = (d_out * out).sum(axis=-1)     # D = rowsum(dO * O): a sum over ALL the row's keys
+    return p * (d_p - d_row[:, None])      # dS = P * (dP - D)
+```
+
+Softmax's backward needs D_i = sum_j P_ij dP_ij over every key j of row i, not only this tile's.
+Because O = P V, that sum equals rowsum(dO * O), which the output rows give without any other tile.
+"""
+
+
+def _q2() -> FunctionExercise:
+    return FunctionExercise(
+        "07b",
+        "q2",
+        "The gradient of one tile of scores, dS = P * (dP - D), with D from the output",
+        reference=_q2_reference,
+        starter=starter,
+        cases=_q2_cases(),
+        wrong_answers={},
+        variants={
+            "D summed over this tile's keys only": _q2_tile_d,
+            "leaving D out": _q2_no_d,
+            "D = rowsum(dO)": _q2_d_of_d_out,
+            "D = rowsum(O)": _q2_d_of_out,
+            "D = the row mean of dO * O instead of its sum": _q2_mean_d,
+            "the opposite sign": _q2_sign,
+            "subtracting D outside the product with P": _q2_d_outside,
+            "leaving out the factor P": _q2_d_p_only,
+            "D broadcast along the columns": _q2_d_along_columns,
+        },
+        advice={
+            "D summed over this tile's keys only": (
+                "D_i = sum_j P_ij dP_ij runs over every key of the row, and this tile holds only some of them. "
+                "Since O = P V, the full sum is rowsum(dO * O): take it from the output rows."
+            ),
+            "D = the row mean of dO * O instead of its sum": "D is a sum over the E_v features of the row, not a mean.",
+            "D broadcast along the columns": (
+                "D has one number per query row: use D[:, None], which lines it up with the rows of the tile."
+            ),
+        },
+        hints=[
+            "Softmax's backward, row by row (lesson 04): dS = P * (dP - D), with one number D_i per query row.",
+            "D_i = sum_j P_ij dP_ij over all the row's keys, and this tile holds only some of them. "
+            "What does the output O = P V let you write it as?",
+            "D = rowsum(dO * O): `(d_out * out).sum(axis=-1)`, broadcast with `[:, None]`.",
+        ],
+        solution=_Q2_SOLUTION,
+        nonfinite_hint=(
+            "Every input here is finite, and dS only multiplies and subtracts them: a nan or inf comes from "
+            "a division or an exp that dS = P * (dP - D) does not need."
+        ),
+        rtol=RTOL,
+        atol=ATOL,
+    )
+
+
+# --- q3: merge split-KV parts -----------------------------------------------------------
+
+
+def _q3_reference(outputs: np.ndarray, lses: np.ndarray) -> np.ndarray:
+    return merge_attention_parts(outputs, lses)[0]
+
+
+def _q3_average(outputs, lses):
+    return outputs.mean(axis=0)
+
+
+def _q3_sum(outputs, lses):
+    return outputs.sum(axis=0)
+
+
+def _q3_unshifted(outputs, lses):
+    with np.errstate(over="ignore", invalid="ignore"):
+        w = np.exp(lses)
+        return (w[..., None] * outputs).sum(axis=0) / w.sum(axis=0)[..., None]
+
+
+def _q3_not_normalized(outputs, lses):
+    top = lses.max(axis=0)
+    shift = np.where(np.isneginf(top), 0.0, top)
+    return (np.exp(lses - shift)[..., None] * outputs).sum(axis=0)
+
+
+def _q3_linear(outputs, lses):
+    w = np.where(np.isneginf(lses), 0.0, lses)
+    total = w.sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _guarded((w[..., None] * outputs).sum(axis=0) / total[..., None])
+
+
+def _q3_argmax(outputs, lses):
+    best = lses.argmax(axis=0)
+    return np.take_along_axis(outputs, best[None, ..., None], axis=0)[0]
+
+
+def _q3_no_empty_rows(outputs, lses):
+    with np.errstate(invalid="ignore"):
+        w = np.exp(lses - lses.max(axis=0))
+        return (w[..., None] * outputs).sum(axis=0) / w.sum(axis=0)[..., None]
+
+
+def _q3_empty_as_zero(outputs, lses):
+    return _q3_reference(outputs, np.where(np.isneginf(lses), 0.0, lses))
+
+
+def _q3_wrong_axis(outputs, lses):
+    top = lses.max(axis=-1, keepdims=True)
+    shift = np.where(np.isneginf(top), 0.0, top)
+    w = np.exp(lses - shift)
+    with np.errstate(invalid="ignore"):
+        w = _guarded(w / w.sum(axis=-1, keepdims=True))
+    return (w[..., None] * outputs).sum(axis=0)
+
+
+def _q3_negated(outputs, lses):
+    return _q3_reference(outputs, np.where(np.isneginf(lses), -np.inf, -lses))
+
+
+def _q3_nonfinite(case: Case) -> str:
+    lses = np.asarray(case.args[1])
+    if np.isneginf(lses).all(axis=0).any():
+        return ("A row here is empty in every chunk: all its lses are -inf, so their maximum is -inf and "
+                "lse_s - max computes -inf - (-inf) = nan. Shift such a row by 0 and give it zeros.")
+    return ("e^800 overflows to inf. Subtract each row's largest lse_s before exponentiating, as a stable "
+            "softmax over the chunks does: every exponent is then <= 0.")
+
+
+def _q3_cases() -> list[Case]:
+    gen = np.random.default_rng(73)
+    q, k, v = gen.normal(size=(3, 4)), gen.normal(size=(12, 4)), gen.normal(size=(12, 2))
+    mask = np.ones((3, 12), bool)
+    mask[:, 4:8] = False  # the middle chunk is empty for every query
+    mask[2] = False  # a query with nothing to attend to
+    parts = [tiled_attention(q, k[a:b], v[a:b], mask[:, a:b]) for a, b in ((0, 4), (4, 8), (8, 12))]
+    outs, lses = np.stack([o for o, _ in parts]), np.stack([lse for _, lse in parts])
+    two = [tiled_attention(q[:2], k[a:b], v[a:b]) for a, b in ((0, 5), (5, 12))]
+    return [
+        Case((np.stack([o for o, _ in two]), np.stack([lse for _, lse in two]))),
+        Case((outs[[0, 2]], lses[[0, 2]])),  # two chunks, one query empty in both
+        Case((outs, lses)),  # an empty chunk between two full ones
+        Case((np.array([[[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 0.0]]]), np.array([[800.0], [790.0], [-np.inf]]))),
+        Case((np.array([[[2.0, -1.0], [0.3, 0.3]]]), np.array([[1.5, 0.2]]))),  # a single chunk: itself
+    ]
+
+
+_Q3_SOLUTION = """
+```python
+def merge(outputs, lses):
+    top = lses.max(axis=0)                         # each row's largest chunk lse
+    shift = np.where(np.isneginf(top), 0.0, top)   # a row empty everywhere: shift by 0, not -inf
+    w = np.exp(lses - shift)                       # <= 1; 0 for an empty chunk (lse -inf)
+    total = w.sum(axis=0)
+    share = np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)   # e^(lse_s - lse)
+    return (share[..., None] * outputs).sum(axis=0)
+```
+
+The merged lse is log(sum_s e^(lse_s)) and chunk s carries the share e^(lse_s - lse) of the row's
+softmax mass. An empty chunk has lse -inf, so its share is exactly 0; a row empty in every chunk
+gets zeros, as SDPA returns.
+"""
+
+
+def _q3() -> FunctionExercise:
+    return FunctionExercise(
+        "07b",
+        "q3",
+        "Merge the partial outputs of chunks of keys by their lses, an empty chunk included",
+        reference=_q3_reference,
+        starter=starter,
+        cases=_q3_cases(),
+        wrong_answers={},
+        variants={
+            "the plain average of the chunks' outputs": _q3_average,
+            "the sum of the chunks' outputs": _q3_sum,
+            "weights e^(lse_s) without subtracting the maximum": _q3_unshifted,
+            "weights e^(lse_s - max) not divided by their sum": _q3_not_normalized,
+            "weights proportional to lse_s": _q3_linear,
+            "only the chunk with the largest lse": _q3_argmax,
+            "no care for a row empty in every chunk": _q3_no_empty_rows,
+            "an empty chunk's lse read as 0": _q3_empty_as_zero,
+            "normalizing over the rows instead of the chunks": _q3_wrong_axis,
+            "weights e^(-lse_s)": _q3_negated,
+        },
+        advice={
+            "the plain average of the chunks' outputs": (
+                "Each chunk's output is normalized over its own keys only; the chunks carry different shares of "
+                "the row's softmax mass, e^(lse_s - lse). An empty chunk must get weight 0, not 1/n."
+            ),
+            "weights e^(lse_s) without subtracting the maximum": (
+                "Right in exact arithmetic, but e^800 overflows, and a row empty in every chunk divides 0 by 0: "
+                "subtract each row's largest lse_s first (0 for a row empty everywhere) and give an empty row zeros."
+            ),
+            "weights e^(lse_s - max) not divided by their sum": (
+                "Relative to the maximum, the weights do not sum to 1: divide by their sum (that is, use e^(lse_s - lse))."
+            ),
+            "no care for a row empty in every chunk": (
+                "For a row empty everywhere the maximum is -inf and -inf - (-inf) is nan: shift by 0 and return zeros."
+            ),
+            "an empty chunk's lse read as 0": (
+                "lse = 0 means a chunk of total mass e^0 = 1, not an empty one: an empty chunk's lse must stay -inf."
+            ),
+        },
+        hints=[
+            "Chunk s holds the share e^(lse_s - lse) of the row's softmax mass, where lse = log(sum_s e^(lse_s)).",
+            "Compute it as a stable softmax over the chunks (axis 0): subtract each row's largest lse_s, exponentiate, "
+            "divide by the sum. An empty chunk has lse_s = -inf and gets weight e^(-inf) = 0.",
+            "A row empty in every chunk has maximum -inf: shift it by 0 instead (np.where), and give it zeros.",
+        ],
+        solution=_Q3_SOLUTION,
+        nonfinite_hint=_q3_nonfinite,
+        rtol=RTOL,
+        atol=ATOL,
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2(), _q3()]

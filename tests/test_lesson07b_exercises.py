@@ -1,0 +1,201 @@
+"""Lesson 07b's exercises: references checked independently against torch, and families of wrong answers rejected."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils import exercises
+from course_utils.tiled import tiled_attention
+
+EX = exercises.load("07b")
+
+
+def rejected(ex, answer, capsys) -> str:
+    assert not ex.check(answer)
+    out = capsys.readouterr().out
+    assert out.startswith("✗ Not yet")
+    return out
+
+
+def _masked_scores(rng, L=5, S=11):
+    scores = rng.normal(scale=3.0, size=(L, S))
+    mask = rng.random((L, S)) > 0.4
+    mask[1] = False  # fully masked
+    mask[3, :4] = False  # nothing allowed in the first tile
+    mask[3, 6] = True
+    return np.where(mask, scores, -np.inf)
+
+
+# --- q1: tile weights -------------------------------------------------------------------
+
+
+def test_q1_reference_tiles_reassemble_torch_softmax_with_zeros_for_fully_masked_rows():
+    scores = _masked_scores(np.random.default_rng(0))
+    t = torch.from_numpy(scores)
+    lse = torch.logsumexp(t, dim=-1).numpy()  # -inf for the fully masked row
+    expected = torch.nan_to_num(torch.softmax(t, dim=-1), nan=0.0).numpy()  # torch.softmax gives nan there
+    tiles = [EX.q1.reference(scores[:, a:b], lse) for a, b in ((0, 4), (4, 8), (8, 11))]
+    np.testing.assert_allclose(np.concatenate(tiles, axis=-1), expected, rtol=1e-12, atol=1e-300)
+
+
+def test_q1_cases_hold_a_fully_masked_row_a_tile_masked_row_large_scores_and_a_square_tile():
+    cases = EX.q1.cases
+    lses = [np.asarray(c.args[1]) for c in cases]
+    assert any(np.isneginf(lse).any() for lse in lses)
+    assert any((np.isneginf(c.args[0]).all(-1) & np.isfinite(c.args[1])).any() for c in cases)
+    assert any(np.max(c.args[0]) > 710 for c in cases)  # exp overflows in float64
+    assert any(c.args[0].shape[-1] == c.args[0].shape[-2] for c in cases)
+
+
+def q1_variants():
+    ref = EX.q1.reference
+
+    def masked_plus(lse):
+        return np.where(np.isneginf(lse), np.inf, lse)
+
+    for shift in (-1.0, -0.5, 0.5, math.log(2)):
+        yield f"lse shifted by {shift:.3g}", lambda s, lse, c=shift: ref(s, lse + c)
+    for factor in (0.5, 2.0, math.log2(math.e), 1 / math.log2(math.e)):
+        yield f"scores and lse scaled by {factor:.3g}", lambda s, lse, f=factor: np.exp(f * (s - masked_plus(lse)[..., None]))
+    for base in (2.0, 10.0):
+        yield f"base {base:g}", lambda s, lse, b=base: b ** (s - masked_plus(lse)[..., None])
+    yield "rounded to 3 decimals", lambda s, lse: np.round(ref(s, lse), 3)
+    yield "float32", lambda s, lse: ref(s.astype(np.float32), lse.astype(np.float32))
+    yield "renormalized over the tile", lambda s, lse: np.nan_to_num(ref(s, lse) / ref(s, lse).sum(-1, keepdims=True))
+    yield "the row's nan replaced by 1", lambda s, lse: np.nan_to_num(np.exp(s - lse[..., None]), nan=1.0)
+    yield "last column dropped to 0", lambda s, lse: np.concatenate([ref(s, lse)[..., :-1], 0 * ref(s, lse)[..., -1:]], -1)
+    yield "-inf scores replaced by -10", lambda s, lse: ref(np.where(np.isneginf(s), -10.0, s), lse)
+    yield "fully masked rows given weight 1 on the first key", lambda s, lse: np.where(
+        np.isneginf(lse)[..., None] & (np.arange(s.shape[-1]) == 0), 1.0, ref(s, lse))
+
+
+@pytest.mark.parametrize("label,answer", list(q1_variants()), ids=[v[0] for v in q1_variants()])
+def test_q1_generated_wrong_variants_are_rejected(label, answer, capsys):
+    assert "on input" in rejected(EX.q1, answer, capsys)
+
+
+def test_q1_fa3s_finite_replacement_is_accepted_too(capsys):
+    # FlashAttention-3 keeps -inf and replaces it by 0 before recomputing: exp(-inf - 0) = 0.
+    assert EX.q1.check(lambda s, lse: np.exp(s - np.where(np.isneginf(lse), 0.0, lse)[..., None]))
+
+
+def test_q1_the_plain_formula_is_told_about_minus_inf_minus_minus_inf(capsys):
+    out = rejected(EX.q1, EX.q1.variants["exp(scores - lse) with lse = -inf left in place"], capsys)
+    assert "exp(-inf - (-inf))" in out and "+inf" in out
+
+
+def test_q1_the_quotient_is_told_about_overflow_not_masking(capsys):
+    out = rejected(EX.q1, EX.q1.variants["exp(scores) / exp(lse)"], capsys)
+    assert "overflow" in out and "no allowed key" not in out
+
+
+# --- q2: the gradient of a tile of scores ---------------------------------------------------
+
+
+def test_q2_reference_tiles_reassemble_torch_autograd_of_the_scores():
+    rng = np.random.default_rng(1)
+    q, k, v = rng.normal(size=(6, 4)), rng.normal(size=(9, 4)), rng.normal(size=(9, 3))
+    d_out = rng.normal(size=(6, 3))
+    s = (torch.from_numpy(q) @ torch.from_numpy(k).T * 0.5).requires_grad_()
+    (torch.softmax(s, dim=-1) @ torch.from_numpy(v) * torch.from_numpy(d_out)).sum().backward()
+    out, lse = tiled_attention(q, k, v, scale=0.5)
+    grid = np.zeros((6, 9))
+    for i0, i1 in ((0, 4), (4, 6)):
+        for j0, j1 in ((0, 2), (2, 7), (7, 9)):
+            p = np.exp(q[i0:i1] @ k[j0:j1].T * 0.5 - lse[i0:i1, None])
+            grid[i0:i1, j0:j1] = EX.q2.reference(p, d_out[i0:i1] @ v[j0:j1].T, out[i0:i1], d_out[i0:i1])
+    np.testing.assert_allclose(grid, s.grad.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_q2_every_case_is_a_strict_part_of_its_rows_so_a_tile_local_d_is_wrong():
+    for case in EX.q2.cases:
+        p = case.args[0]
+        assert (p.sum(-1) < 1 - 1e-3).all()  # the tile holds only part of each row's softmax mass
+
+
+def q2_variants():
+    ref = EX.q2.reference
+    for factor in (0.5, 0.9, 1.1, 2.0, -1.0):
+        yield f"D times {factor}", lambda p, dp, o, do, f=factor: p * (dp - f * (do * o).sum(-1, keepdims=True))
+    yield "D from the tile, then the mass of the tile", lambda p, dp, o, do: p * (dp - (p * dp).sum(-1, keepdims=True) / p.sum(-1, keepdims=True))
+    yield "D = rowsum(O * O)", lambda p, dp, o, do: p * (dp - (o * o).sum(-1, keepdims=True))
+    yield "D = rowsum(dO * dO)", lambda p, dp, o, do: p * (dp - (do * do).sum(-1, keepdims=True))
+    yield "P squared", lambda p, dp, o, do: p * ref(p, dp, o, do)
+    yield "dP transposed where square", lambda p, dp, o, do: ref(p, dp[..., ::-1], o, do)
+    yield "rounded to 3 decimals", lambda p, dp, o, do: np.round(ref(p, dp, o, do), 3)
+    yield "float32", lambda p, dp, o, do: ref(*(a.astype(np.float32) for a in (p, dp, o, do)))
+    yield "D of the previous row", lambda p, dp, o, do: p * (dp - np.roll((do * o).sum(-1), 1)[:, None])
+    yield "the jacobian's diagonal only", lambda p, dp, o, do: p * dp - p * p * dp
+
+
+@pytest.mark.parametrize("label,answer", list(q2_variants()), ids=[v[0] for v in q2_variants()])
+def test_q2_generated_wrong_variants_are_rejected(label, answer, capsys):
+    assert "on input" in rejected(EX.q2, answer, capsys)
+
+
+def test_q2_a_tile_local_d_is_named_with_the_output_identity(capsys):
+    out = rejected(EX.q2, EX.q2.variants["D summed over this tile's keys only"], capsys)
+    assert "rowsum(dO * O)" in out
+
+
+# --- q3: the split-KV merge ---------------------------------------------------------------------
+
+
+def test_q3_reference_merges_chunks_into_torch_sdpa_over_all_keys():
+    rng = np.random.default_rng(2)
+    q, k, v = rng.normal(size=(4, 5)), rng.normal(size=(13, 5)), rng.normal(size=(13, 2))
+    mask = rng.random((4, 13)) > 0.3
+    mask[:, 5:9] = False  # an empty chunk
+    mask[2] = False  # an empty row
+    parts = [tiled_attention(q, k[a:b], v[a:b], mask[:, a:b]) for a, b in ((0, 5), (5, 9), (9, 13))]
+    merged = EX.q3.reference(np.stack([o for o, _ in parts]), np.stack([lse for _, lse in parts]))
+    expected = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)), attn_mask=torch.from_numpy(mask))
+    np.testing.assert_allclose(merged, expected.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_q3_cases_hold_an_empty_chunk_an_empty_row_and_lses_that_overflow_exp():
+    lses = [np.asarray(c.args[1]) for c in EX.q3.cases]
+    assert any(np.isneginf(lse).all(axis=-1).any() for lse in lses)  # a chunk empty for every query
+    assert any(np.isneginf(lse).all(axis=0).any() for lse in lses)  # a query empty in every chunk
+    assert any(np.nanmax(np.where(np.isfinite(lse), lse, np.nan)) > 710 for lse in lses)
+
+
+def q3_variants():
+    ref = EX.q3.reference
+    for power in (0.5, 2.0):
+        def powered(outs, lses, c=power):
+            top = lses.max(0)
+            shift = np.where(np.isneginf(top), 0.0, top)
+            w = np.exp(c * (lses - shift))
+            total = w.sum(0)
+            return np.where(total[..., None] > 0, (w[..., None] * outs).sum(0) / np.where(total > 0, total, 1)[..., None], 0.0)
+        yield f"weights to the power {power}", powered
+    yield "exp2 weights", lambda outs, lses: ref(outs, lses / math.log(2))
+    yield "first chunk dropped", lambda outs, lses: ref(outs[1:], lses[1:]) if len(outs) > 1 else ref(outs, lses) + 1
+    yield "chunks' outputs swapped", lambda outs, lses: ref(outs[::-1], lses)
+    yield "rounded to 3 decimals", lambda outs, lses: np.round(ref(outs, lses), 3)
+    yield "float32", lambda outs, lses: ref(outs.astype(np.float32), lses.astype(np.float32))
+    yield "an empty row given the mean of the outputs", lambda outs, lses: np.where(
+        np.isneginf(lses).all(0)[..., None], outs.mean(0) + 1.0, ref(outs, lses))
+    yield "lses weighted by the chunk's position", lambda outs, lses: ref(outs, lses + np.arange(len(lses))[:, None] * 0.1)
+
+
+@pytest.mark.parametrize("label,answer", list(q3_variants()), ids=[v[0] for v in q3_variants()])
+def test_q3_generated_wrong_variants_are_rejected(label, answer, capsys):
+    assert "on input" in rejected(EX.q3, answer, capsys)
+
+
+def test_q3_an_empty_row_that_goes_nan_is_told_to_shift_by_zero(capsys):
+    out = rejected(EX.q3, EX.q3.variants["no care for a row empty in every chunk"], capsys)
+    assert "shift" in out.lower() and "-inf - (-inf)" in out
+
+
+def test_q3_the_course_function_itself_passes(capsys):
+    from course_utils import merge_attention_parts
+
+    assert EX.q3.check(lambda outs, lses: merge_attention_parts(outs, lses)[0])
