@@ -24,25 +24,14 @@ arXiv:2310.01889) uses the same merge across devices.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numpy.typing import ArrayLike
 
 from ._validation import as_real_array, check_int, compute_dtype
 from .attention import attention_inputs, broadcast_mask
-from .tiled import tiled_attention
+from .tiled import _empty_lse, tiled_attention
 
 __all__ = ["merge_attention_parts", "split_kv_attention"]
-
-
-def _empty_lse(masked_lse: object) -> float:
-    """The lse a row with no allowed key gets: -inf for merging, +inf for recomputing weights."""
-    if not isinstance(masked_lse, str):
-        raise TypeError(f"masked_lse must be the str '-inf' or '+inf'; got {type(masked_lse).__name__} {masked_lse!r}")
-    if masked_lse not in ("-inf", "+inf"):
-        raise ValueError(f"masked_lse must be '-inf' (for merging) or '+inf' (for recomputing P); got {masked_lse!r}")
-    return -math.inf if masked_lse == "-inf" else math.inf
 
 
 def merge_attention_parts(

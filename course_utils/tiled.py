@@ -70,6 +70,15 @@ def _update_block(
     return m_new, ell * alpha + p.sum(axis=-1), acc * alpha[..., None] + p @ values
 
 
+def _empty_lse(masked_lse: object) -> float:
+    """The lse a row with no allowed key gets: -inf for merging, +inf for recomputing weights."""
+    if not isinstance(masked_lse, str):
+        raise TypeError(f"masked_lse must be the str '-inf' or '+inf'; got {type(masked_lse).__name__} {masked_lse!r}")
+    if masked_lse not in ("-inf", "+inf"):
+        raise ValueError(f"masked_lse must be '-inf' (for merging) or '+inf' (for recomputing P); got {masked_lse!r}")
+    return -math.inf if masked_lse == "-inf" else math.inf
+
+
 def tiled_attention(
     q: ArrayLike,
     k: ArrayLike,
@@ -225,11 +234,7 @@ def tiled_attention(
     True
     """
     bq, bk = check_int(block_q, "block_q", 1), check_int(block_k, "block_k", 1)
-    if not isinstance(masked_lse, str):
-        raise TypeError(f"masked_lse must be the str '-inf' or '+inf'; got {type(masked_lse).__name__} {masked_lse!r}")
-    if masked_lse not in ("-inf", "+inf"):
-        raise ValueError(f"masked_lse must be '-inf' (for merging) or '+inf' (for recomputing P); got {masked_lse!r}")
-    empty_lse = -np.inf if masked_lse == "-inf" else np.inf
+    empty_lse = _empty_lse(masked_lse)
     # The same checks, in the same words, as scaled_dot_product_attention.
     qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
     try:
