@@ -109,6 +109,25 @@ def test_ends_with_a_summary_and_what_comes_next(notebook):
     assert "## Summary" in text and ("## What comes next" in text or "## Further reading" in text)
 
 
+def test_every_lesson_after_the_start_has_exercises_and_questions_with_answers_to_reveal(notebook):
+    _, nb = notebook
+    lesson = nb["metadata"][METADATA_KEY]["lesson"]
+    if lesson == "00":
+        return  # the start-here notebook: how the course works, nothing to answer
+    from course_utils import exercises
+
+    names = sorted(vars(exercises.load(lesson)))
+    assert names == [f"q{i}" for i in range(1, len(names) + 1)] and 2 <= len(names) <= 4, (
+        f"{names}: the README promises two to four exercises per lesson")
+    text = "".join(nb["cells"][-1]["source"])
+    assert "## Questions to discuss" in text
+    questions = text.split("## Questions to discuss", 1)[1].split("\n## ", 1)[0]
+    asked = len(re.findall(r"^\s*(?:\d+\.|[-*])\s", questions, re.MULTILINE))
+    revealed = questions.count("<details>")
+    assert asked >= 1 and revealed == questions.count("</details>") >= asked, (
+        f"{asked} questions, {revealed} collapsed answers: give every question an answer in <details>")
+
+
 def test_first_code_cell_runs_the_reproducible_setup(notebook):
     _, nb = notebook
     assert re.search(r"\bsetup\(", "".join(_code_cells(nb)[0]["source"]))
