@@ -190,7 +190,7 @@ _HARNESS = """([order, parallel, runTimeout]) => {
   const run = async (path) => {
     const record = course.runs[path] = {started: performance.now()};
     try {
-      const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+      const panel = await app.commands.execute('docmanager:open', {path, factory: 'Notebook', options: {activate: false}});  // a new tab must not hide the one a test is reading
       course.panels[path] = panel;
       record.id = panel.id;
       await panel.context.ready;
@@ -253,10 +253,10 @@ class Lab:
 
     def activate(self, name: str) -> None:
         record = self.page.evaluate("p => window.course.runs[p]", name)
-        self.page.evaluate("id => window.jupyterapp.shell.activateById(id)", record["id"])
-        self.page.wait_for_function("id => { const n = document.getElementById(id);"
+        # Activated again at every poll, in case a tab opened meanwhile took the focus.
+        self.page.wait_for_function("id => { window.jupyterapp.shell.activateById(id); const n = document.getElementById(id);"
                                     " return n && n.offsetParent !== null && !n.classList.contains('lm-mod-hidden'); }",
-                                    arg=record["id"], timeout=30_000)
+                                    arg=record["id"], timeout=30_000, polling=100)
 
     def shutdown(self, name: str) -> None:
         self.page.evaluate("p => window.course.shutdown(p)", name)
