@@ -448,7 +448,7 @@ def _q3() -> ValueExercise:
                 math.ceil(L / bk) * kv_once / mib,
                 "the number of passes over K and V is the number of query tiles, L / block_q, not L / block_k.",
             ),
-            "K only": (math.ceil(L / bq) * S * d * nbytes / mib, "that counts K only; every tile of keys comes with its tile of values."),
+            "K only": (math.ceil(L / bq) * S * d * nbytes / mib, "that is K alone in MiB, or the number of passes over K and V; each pass reads all of K and all of V."),
             "numbers, not bytes": (math.ceil(L / bq) * S * 2 * d / mib, "that counts numbers; a float32 number takes 4 bytes."),
             "MB, not MiB": (
                 math.ceil(L / bq) * kv_once / 1e6,
