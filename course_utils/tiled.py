@@ -206,9 +206,12 @@ def tiled_attention(
 
     With ``counts``, the reads follow the loop: each query tile is read
     once, and each key and value tile once per query tile, so K and V are
-    read :math:`\lceil L / b_q \rceil` times (FlashAttention-1, Dao et al.,
-    2022, arXiv:2205.14135, Theorem 2); with `is_causal`, only up to the
-    diagonal.
+    read :math:`\lceil L / b_q \rceil` times; with `is_causal`, only up to
+    the diagonal. That is FlashAttention-2's loop order. The I/O analysis of
+    FlashAttention-1 (Dao et al., 2022, arXiv:2205.14135, Theorem 2) follows
+    its Algorithm 1, the other order: K and V read once, Q and the output
+    :math:`\lceil S / b_k \rceil` times; both total
+    :math:`\Theta(L S d^2 / M)` for tiles sized to an SRAM of M numbers.
 
     Examples
     --------

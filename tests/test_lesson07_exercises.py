@@ -155,6 +155,32 @@ def test_q2_a_nan_from_the_masked_first_tile_gets_the_guard_hint(capsys):
     assert "first tile of keys scores -inf" in out and "shift by 0" in out
 
 
+@pytest.mark.parametrize("where", ["state", "inputs"])
+def test_q2_a_loop_run_in_float32_is_rejected_and_told_to_use_float64(where, capsys):
+    shown = _shown_solution(EX.q2, "flash_forward")
+
+    def in_float32(q, k, v, block_q, block_k):
+        if where == "inputs":  # the whole computation in float32
+            return shown(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32), block_q, block_k)
+        out = np.zeros((q.shape[0], v.shape[1]), np.float32)  # state and output in float32, inputs float64
+        for i0 in range(0, q.shape[0], block_q):
+            rows = slice(i0, i0 + block_q)
+            n = q[rows].shape[0]
+            m, ell, acc = np.full(n, -np.inf, np.float32), np.zeros(n, np.float32), np.zeros((n, v.shape[1]), np.float32)
+            for j0 in range(0, k.shape[0], block_k):
+                s = (q[rows] @ k[j0 : j0 + block_k].T / math.sqrt(q.shape[1])).astype(np.float32)
+                m_new = np.maximum(m, s.max(axis=1))
+                shift = np.where(np.isneginf(m_new), 0.0, m_new).astype(np.float32)
+                alpha, p = np.exp(m - shift), np.exp(s - shift[:, None])
+                ell, acc, m = alpha * ell + p.sum(axis=1), alpha[:, None] * acc + (p @ v[j0 : j0 + block_k]).astype(np.float32), m_new
+            out[rows] = acc / ell[:, None]
+        return out
+
+    with np.errstate(all="ignore"):
+        assert EX.q2.check(in_float32).status == "incorrect"
+    assert "float32" in capsys.readouterr().out
+
+
 # --- q3: the bytes of K and V ------------------------------------------------------------
 
 

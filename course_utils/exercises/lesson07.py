@@ -269,6 +269,17 @@ def _never_holds_the_score_matrix(run: Run) -> str | None:
     return None
 
 
+def _computed_in_float64(run: Run) -> str | None:
+    """A result that misses the reference only at float32's rounding level was computed in float32."""
+    out, expected = run.output, run.expected
+    if np.allclose(out, expected, rtol=1e-10, atol=1e-12) or not np.allclose(out, expected, rtol=1e-4, atol=1e-6):
+        return None
+    return (
+        "agrees with the reference only to about 1e-7, the rounding of float32: keep m, ell, acc and the "
+        "output in float64 (np.zeros and np.full make float64 unless you ask for float32)"
+    )
+
+
 def _q2_nonfinite_hint(case: Case) -> str:
     k = case.args[1]
     if np.isneginf(k).any():
@@ -399,7 +410,7 @@ def _q2() -> FunctionExercise:
                 "range(0, L, block_q) visits the last, shorter tile too; end each tile at min(i0 + block_q, L)."
             ),
         },
-        properties=[_never_holds_the_score_matrix],
+        properties=[_never_holds_the_score_matrix, _computed_in_float64],
         hints=[
             "Two loops: over tiles of queries `for i0 in range(0, L, block_q)`, and inside it over tiles of keys "
             "`for j0 in range(0, S, block_k)`; end each tile at `min(i0 + block_q, L)` and `min(j0 + block_k, S)`.",
@@ -412,6 +423,7 @@ def _q2() -> FunctionExercise:
         solution=_Q2_SOLUTION,
         # Tolerances: a correct float64 loop differs from tiled_attention only in the order of its sums
         # (about 1e-15 relative); rtol=1e-10 leaves room, and every mistake above misses by far more.
+        # A loop run in float32 misses by about 1e-7 and is rejected, told why by _computed_in_float64.
         rtol=1e-10,
         atol=1e-12,
         nonfinite_hint=_q2_nonfinite_hint,
@@ -436,8 +448,12 @@ def _q3() -> ValueExercise:
                 math.ceil(L / bk) * kv_once / mib,
                 "the number of passes over K and V is the number of query tiles, L / block_q, not L / block_k.",
             ),
-            "K only": (math.ceil(L / bq) * S * d * nbytes / mib, "that counts K only; every tile of keys comes with its tile of values."),
+            "K only": (math.ceil(L / bq) * S * d * nbytes / mib, "that is K alone in MiB, or the number of passes over K and V; each pass reads all of K and all of V."),
             "numbers, not bytes": (math.ceil(L / bq) * S * 2 * d / mib, "that counts numbers; a float32 number takes 4 bytes."),
+            "MB, not MiB": (
+                math.ceil(L / bq) * kv_once / 1e6,
+                "that is in MB, 10**6 bytes; a MiB is 2**20 bytes, as the notebook prints them.",
+            ),
             "Q as well": (
                 (math.ceil(L / bq) * kv_once + L * d * nbytes) / mib,
                 "that adds Q, read once; the question asks for K and V only.",
