@@ -162,8 +162,8 @@ def softmax(
     Softmax is shift-invariant, ``softmax(x - c) == softmax(x)``, so the row
     maximum is subtracted first: the largest exponent is then ``exp(0) = 1``,
     nothing overflows and the denominator is at least 1. The work happens in
-    one output array, with no temporaries of the input's size: one pass for
-    the max, one for shift-and-exponentiate, one for the sum, one to divide.
+    one output array, with no temporaries of the input's size, in five passes:
+    max, subtract, exponentiate, sum, divide.
 
     A row of all ``-inf`` (nothing to attend to) gives NaN, as
     ``torch.softmax`` does; a row containing NaN is all NaN.

@@ -126,3 +126,41 @@ def test_q3_the_answer_is_accepted_in_any_spelling(answer):
 def test_q3_nan_and_text_get_the_usual_messages(capsys):
     assert "nan" in rejected(EX.q3, math.nan, capsys)
     assert "not a number" in rejected(EX.q3, "a lot", capsys)
+
+
+# --- q2, adversarially: other correct spellings pass, near-misses do not ------------------
+
+
+def _shifted(x):
+    return x - x.max(axis=-1, keepdims=True)
+
+
+Q2_CORRECT = {
+    "log of the shifted sum, no log1p": lambda x: _shifted(x) - np.log(np.exp(_shifted(x)).sum(axis=-1, keepdims=True)),
+    "np.logaddexp.reduce": lambda x: x - np.logaddexp.reduce(x, axis=-1, keepdims=True),
+    "torch.log_softmax": lambda x: torch.log_softmax(torch.from_numpy(np.asarray(x)), dim=-1).numpy(),
+    "computed in float32": lambda x: Q2_CORRECT["log of the shifted sum, no log1p"](np.asarray(x, np.float32)),
+}
+
+Q2_WRONG = {
+    "computed in float16": lambda x: Q2_CORRECT["log of the shifted sum, no log1p"](np.asarray(x, np.float16)),
+    "the normalizer summed over the whole batch": lambda x: _shifted(x) - np.log(np.exp(_shifted(x)).sum()),
+    "normalized along axis 0": lambda x: torch.log_softmax(torch.from_numpy(np.asarray(x)), dim=0).numpy(),
+    "log2 for log": lambda x: _shifted(x) - np.log2(np.exp(_shifted(x)).sum(axis=-1, keepdims=True)),
+    "the log of softmax plus a tiny epsilon": lambda x: np.log(
+        np.exp(_shifted(x)) / np.exp(_shifted(x)).sum(-1, keepdims=True) + 1e-300
+    ),
+    "the minimum subtracted instead of the maximum": lambda x: (x - x.min(-1, keepdims=True))
+    - np.log(np.exp(x - x.min(-1, keepdims=True)).sum(-1, keepdims=True)),
+}
+
+
+@pytest.mark.parametrize("label", Q2_CORRECT)
+def test_q2_other_correct_spellings_are_accepted(label):
+    assert EX.q2.evaluate(Q2_CORRECT[label]).status == "correct"
+
+
+@pytest.mark.parametrize("label", Q2_WRONG)
+def test_q2_near_misses_are_rejected(label):
+    with np.errstate(all="ignore"):
+        assert EX.q2.evaluate(Q2_WRONG[label]).status == "incorrect"
