@@ -60,6 +60,7 @@ def test_equals_torch_sdpa_for_any_split_mask_and_dtype(L, S, E, Ev, batch, spli
         mask[-1, : S // 2] = False  # the last query sees only the second half: some chunks empty for it
     elif kind == "float":
         mask = rng.normal(size=(L, S)).astype(dtype)
+        mask[-1, : (S + 1) // 2] = -np.inf  # -inf in a float mask: the first chunks empty for the last query, or all
     elif kind == "causal":
         is_causal = True
     elif kind == "lower-right":

@@ -195,6 +195,17 @@ def test_q3_an_empty_row_that_goes_nan_is_told_to_shift_by_zero(capsys):
     assert "shift" in out.lower() and "-inf - (-inf)" in out
 
 
+def test_q3_the_recomputing_convention_for_an_empty_chunk_is_rejected_and_named(capsys):
+    def plus_inf(outs, lses):  # +inf for an empty chunk, the convention of lesson 07b's section 1
+        lses = np.where(np.isneginf(lses), np.inf, lses)
+        top = lses.max(0)
+        w = np.exp(lses - top)
+        return (w[..., None] * outs).sum(0) / w.sum(0)[..., None]
+
+    out = rejected(EX.q3, plus_inf, capsys)
+    assert "nan" in out and "+inf is the convention for recomputing" in out
+
+
 def test_q3_the_course_function_itself_passes(capsys):
     from course_utils import merge_attention_parts
 

@@ -371,7 +371,8 @@ def _q3_nonfinite(case: Case) -> str:
     lses = np.asarray(case.args[1])
     if np.isneginf(lses).all(axis=0).any():
         return ("A row here is empty in every chunk: all its lses are -inf, so their maximum is -inf and "
-                "lse_s - max computes -inf - (-inf) = nan. Shift such a row by 0 and give it zeros.")
+                "lse_s - max computes -inf - (-inf) = nan. Shift such a row by 0 and give it zeros. Keep an empty "
+                "chunk's lse at -inf: +inf is the convention for recomputing weights, and would give it weight e^(+inf).")
     return ("e^800 overflows to inf. Subtract each row's largest lse_s before exponentiating, as a stable "
             "softmax over the chunks does: every exponent is then <= 0.")
 
