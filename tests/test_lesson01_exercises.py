@@ -99,6 +99,9 @@ def _q1_wrong():
     yield "rounded to 4 decimals", lambda x: np.round(softmax(x, axis=-1), 4)
     yield "rounded to 5 decimals", lambda x: np.round(softmax(x, axis=-1), 5)
     yield "computed in float16", lambda x: softmax(np.asarray(x, dtype=np.float16), axis=-1).astype(np.asarray(x).dtype)
+    yield "shifted by the mean, then clipped to at most 700", lambda x: normalize(
+        np.exp(np.minimum(x - np.mean(x, axis=-1, keepdims=True), 700.0))
+    )
     yield "a floor of 1e-6 on every weight", lambda x: normalize(np.maximum(softmax(x, axis=-1), 1e-6))
     yield "the rows reversed", lambda x: softmax(x, axis=-1)[::-1]
     yield "the keys reversed", lambda x: softmax(x, axis=-1)[..., ::-1]

@@ -124,6 +124,7 @@ def _q1() -> FunctionExercise:
             Case((np.array([2000.0, 0.0]),)),  # the mean, the median or the minimum overflows
             Case((np.array([0.0, 0.0, 2000.0]),)),  # the first entry overflows
             Case((np.array([[1000.0, 999.0], [0.0, -1.0]]),)),  # one max for the batch: 0/0 in row 2
+            Case((np.array([0.0, 0.0, 0.0, 3000.0, 3001.0]),)),  # two top scores far above the mean: clipping after any other shift ties them
             # Rows at very different scales: tiny gaps, gaps of thousands from the mean, all far below 0.
             Case((np.array([[1e-3, 0.0, 0.0], [3000.0, 0.0, -3000.0], [-2000.0, -2001.5, -2003.0]]),)),
             Case((np.array([[100.0, 0.0, -1.0], [1.0, 2.0, 3.0]], dtype=np.float32),)),  # float32's exp overflows at 88.7
