@@ -99,6 +99,9 @@ def _q1_wrong():
     yield "rounded to 4 decimals", lambda x: np.round(softmax(x, axis=-1), 4)
     yield "rounded to 5 decimals", lambda x: np.round(softmax(x, axis=-1), 5)
     yield "computed in float16", lambda x: softmax(np.asarray(x, dtype=np.float16), axis=-1).astype(np.asarray(x).dtype)
+    yield "shifted by the mean, then clipped to at most 700", lambda x: normalize(
+        np.exp(np.minimum(x - np.mean(x, axis=-1, keepdims=True), 700.0))
+    )
     yield "a floor of 1e-6 on every weight", lambda x: normalize(np.maximum(softmax(x, axis=-1), 1e-6))
     yield "the rows reversed", lambda x: softmax(x, axis=-1)[::-1]
     yield "the keys reversed", lambda x: softmax(x, axis=-1)[..., ::-1]
@@ -203,6 +206,15 @@ def _q3_wrong():
     yield "unstable exp(x / T)", lambda x, t: np.exp(x / t) / np.exp(x / t).sum(axis=-1, keepdims=True)
     yield "normalized over the whole batch", lambda x, t: np.exp((x - x.max()) / t) / np.exp((x - x.max()) / t).sum()
     yield "rounded to 4 decimals", lambda x, t: np.round(softmax(x, axis=-1, temperature=t), 4)
+    yield "shifted by the mean, then clipped to at most 700", lambda x, t: _normalized(
+        np.exp(np.minimum(x / t - np.mean(x / t, axis=-1, keepdims=True), 700.0))
+    )
+    yield "exponentiated, then raised to 1/T and renormalized", lambda x, t: _normalized(softmax(x, axis=-1) ** (1 / t))
+    yield "computed in float32", lambda x, t: softmax(np.asarray(x, dtype=np.float32), axis=-1, temperature=np.float32(t))
+
+
+def _normalized(e):
+    return e / e.sum(axis=-1, keepdims=True)
 
 
 @pytest.mark.parametrize("label,answer", list(_q3_wrong()), ids=[v[0] for v in _q3_wrong()])

@@ -124,6 +124,7 @@ def _q1() -> FunctionExercise:
             Case((np.array([2000.0, 0.0]),)),  # the mean, the median or the minimum overflows
             Case((np.array([0.0, 0.0, 2000.0]),)),  # the first entry overflows
             Case((np.array([[1000.0, 999.0], [0.0, -1.0]]),)),  # one max for the batch: 0/0 in row 2
+            Case((np.array([0.0, 0.0, 0.0, 3000.0, 3001.0]),)),  # two top scores far above the mean: clipping after any other shift ties them
             # Rows at very different scales: tiny gaps, gaps of thousands from the mean, all far below 0.
             Case((np.array([[1e-3, 0.0, 0.0], [3000.0, 0.0, -3000.0], [-2000.0, -2001.5, -2003.0]]),)),
             Case((np.array([[100.0, 0.0, -1.0], [1.0, 2.0, 3.0]], dtype=np.float32),)),  # float32's exp overflows at 88.7
@@ -269,8 +270,11 @@ def _q3() -> FunctionExercise:
             Case((np.array([[10.0, 9.0], [0.0, -1.0]]), 0.01)),
             Case((np.array([[1e-3, 0.0, 0.0], [30.0, 0.0, -30.0], [-20.0, -20.015, -20.03]]), 0.01)),
             Case((np.array([1000.0, 900.0, 0.0]), 100.0)),  # clipping the scores before dividing changes them
+            Case((np.array([0.0, 0.0, 0.0, 30.0, 30.01]), 0.01)),  # two top scores far above the mean
         ],
-        # Tolerances as in q1: float64 answers agree to 1e-16 relative, float32 ones to a few 6e-8.
+        # Tolerances as in q1: float64 answers agree to 1e-16 relative. Unlike q1, the inputs are
+        # float64, and casting them to float32 is wrong, not just less precise: it moves -20.015 and
+        # -20.03 by up to 7e-7, which T = 0.01 turns into relative errors of the weights up to 8e-5.
         rtol=1e-6,
         atol=1e-9,
         properties=[non_negative, sums_to_one],
