@@ -89,11 +89,11 @@ def test_an_index_that_never_answers_cannot_hang_the_install():
     index = f"http://127.0.0.1:{server.getsockname()[1]}/simple"
     start = time.monotonic()
     try:
-        probe = install_torch.dry_run("torch==2.13.0", extra=["--isolated", "--index-url", index], limit=4)
+        probe = install_torch.dry_run("torch==2.13.0", extra=["--isolated", "--index-url", index], limit=2)
     finally:
         server.close()
         for conn in accepted:
             conn.close()
     assert probe.report is None
-    assert probe.problem == "pip did not answer within 4 s"
+    assert probe.problem == "pip did not answer within 2 s"
     assert time.monotonic() - start < 30

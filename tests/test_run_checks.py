@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -20,9 +21,10 @@ def _stages(tmp_path: Path, unit_exit: int = 0) -> dict:
     """Stand-in stages that leave marks in tmp_path: when each ran, and what the browser saw."""
     mark = f"import os, pathlib, time; d = pathlib.Path({str(tmp_path)!r}); quiet = pathlib.Path(os.environ['COURSE_QUIET_FILE'])\n"
     return {
-        "unit": _stage(mark + f"(d / 'unit-saw-busy').write_text(str(quiet.exists())); time.sleep(0.3)\n"
+        "unit": _stage(mark + f"(d / 'unit-saw-busy').write_text(str(quiet.exists())); (d / 'unit-nice').write_text(str(os.nice(0)))\n"
+                       "time.sleep(0.1)\n"
                        f"(d / 'unit-ended').touch(); raise SystemExit({unit_exit})"),
-        "nbval": _stage(mark + "time.sleep(1.0); (d / 'nbval-ended').touch()"),
+        "nbval": _stage(mark + "(d / 'nbval-nice').write_text(str(os.nice(0))); time.sleep(0.8); (d / 'nbval-ended').touch()"),
         "browser": _stage(mark + "(d / 'browser-started').touch()\n"
                           "while quiet.exists(): time.sleep(0.05)\n"
                           "(d / 'browser-timed-after').write_text(' '.join(sorted(p.name for p in d.glob('*-ended'))))"),
@@ -35,6 +37,9 @@ def test_the_stages_start_together_and_the_sliders_wait_until_unit_and_nbval_hav
     assert (tmp_path / "unit-saw-busy").read_text() == "True"
     assert (tmp_path / "browser-timed-after").read_text() == "nbval-ended unit-ended"
     assert (tmp_path / "burned").exists(), "the burner must take over when the unit tests end before nbval"
+    base = os.nice(0)
+    assert int((tmp_path / "unit-nice").read_text()) == base
+    assert int((tmp_path / "nbval-nice").read_text()) == min(base + run_checks.NICENESS, 19), "the unit tests go first"
     out = capsys.readouterr().out
     assert "unit: passed" in out and "nbval: passed" in out and "browser: passed" in out
 
