@@ -42,7 +42,8 @@ Stages = dict[str, tuple[list[str], dict[str, str]]]
 def stages(nbval_options: list[str]) -> Stages:
     """The three stages of make test: name -> (command, extra environment)."""
     return {
-        "unit": (PYTEST + ["-m", "not browser", "tests", "course_utils", "--doctest-modules"], {}),
+        # nbval is not needed to collect the unit tests: without it, pytest starts 1 s sooner.
+        "unit": (PYTEST + ["-p", "no:nbval", "-m", "not browser", "tests", "course_utils", "--doctest-modules"], {}),
         "nbval": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "2"}),
         "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], {}),
     }

@@ -360,7 +360,7 @@ tile): then m_new = -inf, and shifting by it would compute exp(-inf - (-inf)) = 
 
 
 def _q2() -> FunctionExercise:
-    big = _q2_inputs(7, 384, 384, E=8, Ev=8)
+    big = _q2_inputs(7, 320, 320, E=8, Ev=8)
     return FunctionExercise(
         "07",
         "q2",
@@ -376,7 +376,7 @@ def _q2() -> FunctionExercise:
             _q2_case(_q2_jump(6, 4, 7, 4, -800.0), 3, 4, "the second tile of keys scores 800 below the first"),
             _q2_case(_q2_jump(9, 4, 7, 0, -800.0), 3, 4, "every score near -800"),
             _q2_case(_q2_masked_first_tile(8, 5, 7, 3), 2, 3, "the first tile of keys scores -inf for every query"),
-            _q2_case(big, 32, 32, "large: the (384, 384) score matrix must never exist"),
+            _q2_case(big, 64, 64, "large: the (320, 320) score matrix must never exist"),
         ],
         probes=[
             _q2_case(_q2_inputs(10, 16, 16), 3, 5, "probe"),
