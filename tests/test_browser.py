@@ -406,51 +406,6 @@ def _latencies(lab: Lab, name: str, index: int, knob: int) -> tuple[str, np.ndar
     return label, np.array(record["frames"]) - np.array(record["keys"])
 
 
-def _wait_for_quiet() -> None:
-    """Under ``make test`` (tools/run_checks.py), wait until the stages running beside this one have ended."""
-    busy = os.environ.get("COURSE_QUIET_FILE")
-    deadline = time.monotonic() + 600
-    while busy and Path(busy).exists() and time.monotonic() < deadline:
-        time.sleep(0.2)
-
-
-@pytest.mark.parametrize("name", SLIDER_NOTEBOOKS)
-def test_every_slider_redraws_within_the_latency_a_learner_feels(name, lab, capsys):
-    lab.wait_run(name)
-    ran_for = lab.wait_all()  # time each slider alone, with no notebook running beside it
-    _wait_for_quiet()  # nor any other stage of make test
-    if name == SLIDER_NOTEBOOKS[0]:
-        with capsys.disabled():
-            print(f"\n  every notebook ran in {ran_for:.1f} s, {PARALLEL} at a time", end="")
-    lab.activate(name)
-    results = []
-    with _screenshot_on_failure(lab.page, f"slider-{name}"):
-        boxes = lab.panel(name).locator(".widget-interact")
-        sliders = [(i, k) for i in range(boxes.count()) for k in range(boxes.nth(i).locator(".noUi-handle").count())]
-        for index, knob in sliders:
-            label, ms = _latencies(lab, name, index, knob)
-            median, p95 = float(np.median(ms)), float(np.percentile(ms, 95))
-            results.append({"notebook": name, "slider": label, "presses": len(ms), "median_ms": round(median, 1),
-                            "p95_ms": round(p95, 1), "max_ms": round(float(ms.max()), 1)})
-    # Its kernel stays until the fixture shuts every kernel down at once: shutting one down takes about 1 s,
-    # and the sliders are timed one after another.
-    ARTIFACTS.mkdir(exist_ok=True)
-    log = ARTIFACTS / "slider-latency.json"
-    previous = json.loads(log.read_text()) if log.exists() and name != SLIDER_NOTEBOOKS[0] else []
-    log.write_text(json.dumps(previous + results, indent=1))
-    with capsys.disabled():
-        for r in results:
-            print(f"\n  slider {r['notebook']} {r['slider']!r}: median {r['median_ms']:.0f} ms, "
-                  f"95th percentile {r['p95_ms']:.0f} ms, max {r['max_ms']:.0f} ms ({r['presses']} keypresses)"
-                  + ("" if r["median_ms"] <= MEDIAN_LIMIT and r["p95_ms"] <= P95_LIMIT
-                     else f"; over the {MEDIAN_LIMIT:.0f}/{P95_LIMIT:.0f} ms limit"), end="")
-    assert results, "no slider found"
-    for r in results:
-        assert r["median_ms"] <= MEDIAN_LIMIT and r["p95_ms"] <= P95_LIMIT, (
-            f"slider {r['slider']!r} in {name} is slow: median {r['median_ms']} ms (limit {MEDIAN_LIMIT}), "
-            f"95th percentile {r['p95_ms']} ms (limit {P95_LIMIT})")
-
-
 def _luminance(rgb) -> np.ndarray:
     """WCAG relative luminance of sRGB colours (0-255), over the last axis."""
     c = np.asarray(rgb, dtype=float)[..., :3] / 255
@@ -496,3 +451,49 @@ def test_figures_read_on_the_dark_theme(lab):
         assert _luminance(page_rgb) < 0.1, f"the dark theme did not apply (page background {background})"
         assert _contrast(figure_background, ink) >= 7, "text and axes must contrast with the figure's background"
         assert _contrast(figure_background, _luminance(page_rgb)) >= 3, "the figure must stand out from the dark page"
+
+
+# Last, so that the checks above run while the other stages of make test end: the sliders need quiet.
+def _wait_for_quiet() -> None:
+    """Under ``make test`` (tools/run_checks.py), wait until the stages running beside this one have ended."""
+    busy = os.environ.get("COURSE_QUIET_FILE")
+    deadline = time.monotonic() + 600
+    while busy and Path(busy).exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+
+
+@pytest.mark.parametrize("name", SLIDER_NOTEBOOKS)
+def test_every_slider_redraws_within_the_latency_a_learner_feels(name, lab, capsys):
+    lab.wait_run(name)
+    ran_for = lab.wait_all()  # time each slider alone, with no notebook running beside it
+    _wait_for_quiet()  # nor any other stage of make test
+    if name == SLIDER_NOTEBOOKS[0]:
+        with capsys.disabled():
+            print(f"\n  every notebook ran in {ran_for:.1f} s, {PARALLEL} at a time", end="")
+    lab.activate(name)
+    results = []
+    with _screenshot_on_failure(lab.page, f"slider-{name}"):
+        boxes = lab.panel(name).locator(".widget-interact")
+        sliders = [(i, k) for i in range(boxes.count()) for k in range(boxes.nth(i).locator(".noUi-handle").count())]
+        for index, knob in sliders:
+            label, ms = _latencies(lab, name, index, knob)
+            median, p95 = float(np.median(ms)), float(np.percentile(ms, 95))
+            results.append({"notebook": name, "slider": label, "presses": len(ms), "median_ms": round(median, 1),
+                            "p95_ms": round(p95, 1), "max_ms": round(float(ms.max()), 1)})
+    # Its kernel stays until the fixture shuts every kernel down at once: shutting one down takes about 1 s,
+    # and the sliders are timed one after another.
+    ARTIFACTS.mkdir(exist_ok=True)
+    log = ARTIFACTS / "slider-latency.json"
+    previous = json.loads(log.read_text()) if log.exists() and name != SLIDER_NOTEBOOKS[0] else []
+    log.write_text(json.dumps(previous + results, indent=1))
+    with capsys.disabled():
+        for r in results:
+            print(f"\n  slider {r['notebook']} {r['slider']!r}: median {r['median_ms']:.0f} ms, "
+                  f"95th percentile {r['p95_ms']:.0f} ms, max {r['max_ms']:.0f} ms ({r['presses']} keypresses)"
+                  + ("" if r["median_ms"] <= MEDIAN_LIMIT and r["p95_ms"] <= P95_LIMIT
+                     else f"; over the {MEDIAN_LIMIT:.0f}/{P95_LIMIT:.0f} ms limit"), end="")
+    assert results, "no slider found"
+    for r in results:
+        assert r["median_ms"] <= MEDIAN_LIMIT and r["p95_ms"] <= P95_LIMIT, (
+            f"slider {r['slider']!r} in {name} is slow: median {r['median_ms']} ms (limit {MEDIAN_LIMIT}), "
+            f"95th percentile {r['p95_ms']} ms (limit {P95_LIMIT})")
