@@ -29,7 +29,7 @@ from numpy.typing import ArrayLike
 
 from ._validation import as_real_array, check_int, compute_dtype
 from .attention import attention_inputs, broadcast_mask
-from .tiled import _empty_lse, tiled_attention
+from .tiled import _batch_shapes, _empty_lse, tiled_attention
 
 __all__ = ["merge_attention_parts", "split_kv_attention"]
 
@@ -209,10 +209,7 @@ def split_kv_attention(
     else:
         size = check_int(chunk, "chunk", 1)
         parts = max(1, -(-n_k // size))
-    try:
-        batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the batch dimensions of q {qa.shape} and k {ka.shape} do not broadcast") from None
+    batch, _ = _batch_shapes(qa, ka, va)
     m_arr = None if mask is None else broadcast_mask(mask, (*batch, n_q, n_k))
     outputs, lses = [], []
     for s in range(parts):

@@ -23,8 +23,9 @@ import math
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._validation import check_int, compute_dtype
+from ._validation import as_real_array, check_int, compute_dtype
 from .attention import apply_mask, attention_inputs, broadcast_mask
+from .gradients import _sum_to_shape
 
 __all__ = ["tiled_attention", "tiled_attention_backward"]
 
@@ -77,6 +78,18 @@ def _empty_lse(masked_lse: object) -> float:
     if masked_lse not in ("-inf", "+inf"):
         raise ValueError(f"masked_lse must be '-inf' (for merging) or '+inf' (for recomputing P); got {masked_lse!r}")
     return -math.inf if masked_lse == "-inf" else math.inf
+
+
+def _batch_shapes(q: np.ndarray, k: np.ndarray, v: np.ndarray) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The batch shape of the scores (q with k) and of the output (with v too), or a ValueError naming the culprit."""
+    try:
+        batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the batch dimensions of q {q.shape} and k {k.shape} do not broadcast") from None
+    try:
+        return batch, np.broadcast_shapes(batch, v.shape[:-2])
+    except ValueError:
+        raise ValueError(f"the batch dimensions of v {v.shape} do not broadcast with those of q and k {batch}") from None
 
 
 def tiled_attention(
@@ -240,14 +253,7 @@ def tiled_attention(
     empty_lse = _empty_lse(masked_lse)
     # The same checks, in the same words, as scaled_dot_product_attention.
     qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
-    try:
-        batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the batch dimensions of q {qa.shape} and k {ka.shape} do not broadcast") from None
-    try:
-        out_batch = np.broadcast_shapes(batch, va.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the batch dimensions of v {va.shape} do not broadcast with those of q and k {batch}") from None
+    batch, out_batch = _batch_shapes(qa, ka, va)
     n_q, n_k, n_v = qa.shape[-2], ka.shape[-2], va.shape[-1]
     scores_shape = (*batch, n_q, n_k)
     # A broadcast view: tiles are sliced from it, nothing is copied.
@@ -303,9 +309,6 @@ def tiled_attention(
 
 
 # --- The backward pass, as FlashAttention computes it ------------------------------------
-# (Kept below the forward pass, which it inverts; the imports it alone needs are here.)
-from ._validation import as_real_array  # noqa: E402
-from .gradients import _sum_to_shape  # noqa: E402
 
 
 def tiled_attention_backward(
@@ -410,11 +413,7 @@ def tiled_attention_backward(
     """
     bq, bk = check_int(block_q, "block_q", 1), check_int(block_k, "block_k", 1)
     qa, ka, va, factor = attention_inputs(q, k, v, mask, scale, is_causal)
-    try:
-        batch = np.broadcast_shapes(qa.shape[:-2], ka.shape[:-2])
-        out_batch = np.broadcast_shapes(batch, va.shape[:-2])
-    except ValueError:
-        raise ValueError(f"the batch dimensions of q {qa.shape}, k {ka.shape} and v {va.shape} do not broadcast") from None
+    batch, out_batch = _batch_shapes(qa, ka, va)
     n_q, n_k = qa.shape[-2], ka.shape[-2]
     o, g, lse_in = as_real_array(out, "out"), as_real_array(d_out, "d_out"), as_real_array(lse, "lse")
     for name, arr, shape in (("out", o, (*out_batch, n_q, va.shape[-1])), ("d_out", g, (*out_batch, n_q, va.shape[-1])),

@@ -110,7 +110,6 @@ class _Explorer(widgets.VBox):
         self._sliders = sliders
         for name, slider in sliders.items():
             slider.description = slider.description or name
-        self.kwargs_widgets = list(sliders.values())
         self.figure = Figure(figsize=figsize, layout="constrained")
         FigureCanvasAgg(self.figure)
         self._frame = build(self.figure)
@@ -158,7 +157,7 @@ class _Explorer(widgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         data = super()._repr_mimebundle_(**kwargs)
-        names = ", ".join(slider.description for slider in self.kwargs_widgets)
+        names = ", ".join(slider.description for slider in self._sliders.values())
         data["text/plain"] = f"explorer with slider {names}: run the notebook to move it"
         data["image/png"] = base64.b64encode(self.still).decode("ascii")
         return data
