@@ -45,7 +45,7 @@ test: install browser-deps
 	@$(PY) tools/run_checks.py $(NBVAL)
 
 unit: install
-	$(PY) -m pytest -q -p no:cacheprovider -p no:nbval -m "not browser" tests course_utils --doctest-modules
+	$(PY) -m pytest -q -p no:cacheprovider -p no:nbval -p no:logging -m "not browser" tests course_utils --doctest-modules
 
 nbval: install
 	OMP_NUM_THREADS=2 $(PY) -m pytest -q $(NBVAL) notebooks

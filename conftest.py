@@ -14,7 +14,8 @@ def _restore_global_state():
     rc = matplotlib.rcParams.copy()
     yield
     np.set_printoptions(**options)
-    matplotlib.rcParams.update(rc)
+    if matplotlib.rcParams != rc:  # comparing is cheap; restoring every key is not
+        matplotlib.rcParams.update(rc)
     import matplotlib.pyplot as plt
 
     plt.close("all")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -17,14 +18,17 @@ def _stage(code: str) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, "-c", code], {}
 
 
-def _stages(tmp_path: Path, unit_exit: int = 0) -> dict:
-    """Stand-in stages that leave marks in tmp_path: when each ran, and what the browser saw."""
+def _stages(tmp_path: Path, unit_exit: int = 0, nbval_seconds: float = 0.8) -> dict:
+    """Stand-in stages that leave marks in tmp_path: when each ran, and what the browser saw.
+
+    The stand-in for nbval outlasts the unit tests' by `nbval_seconds`, so that the burner has time to start.
+    """
     mark = f"import os, pathlib, time; d = pathlib.Path({str(tmp_path)!r}); quiet = pathlib.Path(os.environ['COURSE_QUIET_FILE'])\n"
     return {
         "unit": _stage(mark + f"(d / 'unit-saw-busy').write_text(str(quiet.exists())); (d / 'unit-nice').write_text(str(os.nice(0)))\n"
                        "time.sleep(0.1)\n"
                        f"(d / 'unit-ended').touch(); raise SystemExit({unit_exit})"),
-        "nbval": _stage(mark + "(d / 'nbval-nice').write_text(str(os.nice(0))); time.sleep(0.8); (d / 'nbval-ended').touch()"),
+        "nbval": _stage(mark + f"(d / 'nbval-nice').write_text(str(os.nice(0))); time.sleep({nbval_seconds}); (d / 'nbval-ended').touch()"),
         "browser": _stage(mark + "(d / 'browser-started').touch()\n"
                           "while quiet.exists(): time.sleep(0.05)\n"
                           "(d / 'browser-timed-after').write_text(' '.join(sorted(p.name for p in d.glob('*-ended'))))"),
@@ -42,11 +46,12 @@ def test_the_stages_start_together_and_the_sliders_wait_until_unit_and_nbval_hav
     assert int((tmp_path / "nbval-nice").read_text()) == min(base + run_checks.NICENESS, 19), "the unit tests go first"
     out = capsys.readouterr().out
     assert "unit: passed" in out and "nbval: passed" in out and "browser: passed" in out
+    assert re.search(r"^nbval: passed after \d+ s \(\d+ s of CPU\)$", out, re.M), "each stage's time and CPU time"
 
 
 @pytest.mark.parametrize("failing", ["unit", "nbval", "browser"])
 def test_any_failing_stage_fails_make_test_and_says_which(tmp_path, capsys, failing):
-    stages = _stages(tmp_path, unit_exit=3 if failing == "unit" else 0)
+    stages = _stages(tmp_path, unit_exit=3 if failing == "unit" else 0, nbval_seconds=0.1)
     if failing != "unit":
         command, env = stages[failing]
         stages[failing] = ([*command[:-1], command[-1] + "\nraise SystemExit(3)"], env)

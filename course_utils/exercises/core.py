@@ -197,7 +197,10 @@ def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
             )
     if out is None:
         raise _Failed(f"your function returned None on input {case.describe()}: did you forget `return`?")
-    return _as_numbers(out, f"on input {case.describe()} your function returned")
+    try:
+        return _as_numbers(out, "your function returned")
+    except _Failed as failed:  # described only now: rendering every input costs more than the check
+        raise _Failed(f"on input {case.describe()} {failed}") from None
 
 
 def _distinct_renderings(out: np.ndarray, expected: np.ndarray) -> tuple[str, str]:
