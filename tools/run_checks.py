@@ -55,6 +55,9 @@ def _lower_priority() -> None:
     The unit tests are one process, the longest job; the other stages spread over
     both cores. Put first, the unit tests end early and the others fill both
     cores after them, instead of the unit tests running on alone at the end.
+    Where Linux groups processes by session for scheduling (autogroup), this
+    reaches the stages' own processes (pytest, the server, Chromium) but not the
+    notebook kernels, each of which Jupyter starts in a session of its own.
     """
     os.nice(NICENESS)
 
