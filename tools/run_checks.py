@@ -1,4 +1,4 @@
-"""Run every check of ``make test`` in about two and a half minutes on two cores.
+"""Run every check of ``make test`` in about two minutes on two cores.
 
     python tools/run_checks.py NBVAL_OPTION...   # what `make test` runs, with the Makefile's $(NBVAL)
 
