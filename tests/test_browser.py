@@ -176,7 +176,9 @@ def _wait_until_up(base: str, server: subprocess.Popen, root: Path) -> None:
 # promise settles when every cell has replied), a pool of PARALLEL runners, and kernel shutdown.
 _HARNESS = """([order, parallel, runTimeout]) => {
   const app = window.jupyterapp;
-  const course = window.course = {runs: {}, panels: {}, allDone: null, t0: performance.now()};
+  const course = window.course = {runs: {}, panels: {}, allDone: null, t0: performance.now(), ended: {}};
+  const ended = {};  // resolves course.ended[path] once that notebook's run has ended, well or not
+  for (const path of order) course.ended[path] = new Promise(resolve => { ended[path] = resolve; });
   const settle = (promise, ms, what) => Promise.race([
     promise, new Promise((_, reject) => setTimeout(() => reject(new Error(what + ' took over ' + ms + ' ms')), ms))]);
   const storedViews = (panel) => {
@@ -225,6 +227,7 @@ _HARNESS = """([order, parallel, runTimeout]) => {
       record.error = String(err);
     }
     record.ended = performance.now();
+    ended[path]();
   };
   const queue = [...order];
   const worker = async () => { while (queue.length) await run(queue.shift()); };
@@ -242,17 +245,19 @@ class Lab:
     def __init__(self, page, base: str) -> None:
         self.page, self.base = page, base
 
+    def _await(self, promise: str, arg=None) -> None:
+        """Wait for a promise of the page to settle (no polling), for at most every notebook's RUN_TIMEOUT."""
+        self.page.evaluate(f"([arg, ms]) => Promise.race([{promise}, new Promise((_, reject) => setTimeout("
+                           "() => reject(new Error('no end after ' + ms + ' ms')), ms))])",
+                           [arg, RUN_TIMEOUT * len(NOTEBOOKS)])
+
     def wait_run(self, name: str) -> dict:
-        self.page.wait_for_function(
-            "p => window.course.runs[p] && window.course.runs[p].ended !== undefined", arg=name,
-            timeout=RUN_TIMEOUT * len(NOTEBOOKS), polling=100,
-        )
+        self._await("window.course.ended[arg]", name)
         return self.page.evaluate("p => { const r = {...window.course.runs[p]}; return r; }", name)
 
     def wait_all(self) -> float:
         """Wait until every notebook has run; return the seconds from the first opening to the last Run All's end."""
-        self.page.wait_for_function("() => window.course.finished === true", timeout=RUN_TIMEOUT * len(NOTEBOOKS),
-                                    polling=100)
+        self._await("window.course.allDone")
         return self.page.evaluate("() => window.course.ranFor") / 1000
 
     def panel(self, name: str):
