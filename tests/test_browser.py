@@ -148,9 +148,10 @@ def _server(root: Path):
     finally:
         # The kernels are killed: shutting each one down gracefully took 4 s at the end of make test, for
         # nothing a test reads. Then the server stops, and reaps them (so make test counts their CPU time).
-        for kernel in psutil.Process(server.pid).children(recursive=True):
-            with contextlib.suppress(psutil.NoSuchProcess):
-                kernel.kill()
+        with contextlib.suppress(psutil.NoSuchProcess):  # the server may have died already
+            for kernel in psutil.Process(server.pid).children(recursive=True):
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    kernel.kill()
         server.terminate()
         try:
             server.wait(timeout=20)
