@@ -44,11 +44,12 @@ lab: install
 test: install browser-deps
 	@$(PY) tools/run_checks.py $(NBVAL)
 
+# Each stage of make test alone, as tools/run_checks.py defines it.
 unit: install
-	$(PY) -m pytest -q -p no:cacheprovider -p no:nbval -p no:logging -m "not browser" tests course_utils --doctest-modules
+	@$(PY) tools/run_checks.py --stage unit $(NBVAL)
 
 nbval: install
-	OMP_NUM_THREADS=2 $(PY) -m pytest -q $(NBVAL) notebooks
+	@$(PY) tools/run_checks.py --stage nbval $(NBVAL)
 
 # Two strict nbval runs of every notebook (1 and 2 threads) side by side, beside a CPU burner.
 nbval-pair: install
@@ -72,7 +73,7 @@ browser-deps:
 	fi
 
 browser: install browser-deps
-	$(PY) -m pytest -q -p no:cacheprovider -m browser tests/test_browser.py
+	@$(PY) tools/run_checks.py --stage browser $(NBVAL)
 
 # The instructor's check, longer: ROUNDS times over, every notebook twice side by side (1 and
 # 2 threads) beside a CPU burner, no cell longer than CELL_LIMIT s.

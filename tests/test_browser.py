@@ -232,7 +232,7 @@ _HARNESS = """([order, parallel, runTimeout]) => {
   };
   const queue = [...order];
   const worker = async () => { while (queue.length) await run(queue.shift()); };
-  course.allDone = Promise.all(Array.from({length: parallel}, worker)).then(() => { course.finished = true; course.ranFor = performance.now() - course.t0; });
+  course.allDone = Promise.all(Array.from({length: parallel}, worker)).then(() => { course.ranFor = performance.now() - course.t0; });
   course.shutdown = async (path) => {
     const panel = course.panels[path];
     if (panel && panel.sessionContext.session) await panel.sessionContext.shutdown();

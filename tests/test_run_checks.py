@@ -64,3 +64,14 @@ def test_make_test_runs_the_driver_with_the_makefiles_nbval_options():
     assert "\t@$(PY) tools/run_checks.py $(NBVAL)\n" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0] + "\n"
     nbval = run_checks.stages(["--nbval", "--nbval-cell-timeout=30"])["nbval"]
     assert nbval[0][-3:] == ["--nbval", "--nbval-cell-timeout=30", "notebooks"] and nbval[1] == {"OMP_NUM_THREADS": "2"}
+
+
+@pytest.mark.parametrize("name", ["unit", "nbval", "browser"])
+def test_make_runs_each_stage_alone_as_the_driver_defines_it(tmp_path, name):
+    makefile = (ROOT / "Makefile").read_text()
+    target = makefile.split(f"\n{name}:", 1)[1].split("\n\n", 1)[0]
+    assert f"\t@$(PY) tools/run_checks.py --stage {name} $(NBVAL)" in target
+    stages = {other: ([sys.executable, "-c", f"import os, pathlib; pathlib.Path({str(tmp_path)!r}, {other!r}).write_text("
+                       f"os.environ.get('MARK', ''))"], {"MARK": other.upper()}) for other in ["unit", "nbval", "browser"]}
+    assert run_checks.run_stage(name, stages) == 0
+    assert [p.name for p in tmp_path.iterdir()] == [name] and (tmp_path / name).read_text() == name.upper()

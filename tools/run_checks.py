@@ -1,6 +1,7 @@
 """Run every check of ``make test`` in about two minutes on two cores.
 
     python tools/run_checks.py NBVAL_OPTION...   # what `make test` runs, with the Makefile's $(NBVAL)
+    python tools/run_checks.py --stage NAME NBVAL_OPTION...   # one stage alone: make unit, nbval, browser
 
 Three stages start together:
 
@@ -105,7 +106,15 @@ def run(stages: Stages, burner: list[str] = BURNER) -> int:
     return 0 if all(code == 0 for code in codes.values()) else 1
 
 
+def run_stage(name: str, stages: Stages) -> int:
+    """Run one stage alone, in the foreground, with its environment; its exit status."""
+    command, env = stages[name]
+    return subprocess.call(command, cwd=ROOT, env={**os.environ, **env})
+
+
 if __name__ == "__main__":
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
+    if sys.argv[1] == "--stage":
+        sys.exit(run_stage(sys.argv[2], stages(sys.argv[3:])))
     sys.exit(run(stages(sys.argv[1:])))
