@@ -29,11 +29,16 @@ import sys
 import time
 import urllib.request
 from datetime import datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import psutil  # ipykernel's dependency
 import pytest
+
+if TYPE_CHECKING:
+    from playwright.sync_api import ElementHandle
 
 pytestmark = pytest.mark.browser
 
@@ -58,10 +63,11 @@ VIEW = "application/vnd.jupyter.widget-view+json"
 PARALLEL = 3
 #: Keypresses timed per slider: enough for a median and a rough 95th percentile (near the slowest).
 PRESSES = 12
-#: Of 12 keypresses, the 95th percentile is the 11th slowest plus 45% of the gap to the slowest: one stray slow
-#: frame (654 ms once in make test, with the others under 105 ms) can put it over the limit. So where the first
-#: PRESSES put it over, MORE_PRESSES are timed and the verdict is on all of them (where the 95th percentile is
-#: mostly the second slowest); a slider that is slow more than once in a while still fails.
+#: Of 12 keypresses, the 95th percentile is the second slowest plus 45% of the gap to the slowest: one stray slow
+#: frame can put it over the limit (one of 654 ms put it at 388 ms in a make test). So where the first PRESSES put
+#: it over while their median is within its limit, MORE_PRESSES are timed and the verdict is on all of them (where
+#: the 95th percentile is mostly the second slowest). This second chance is one-sided: a slider slow now and then
+#: passes more often than on 12 keypresses alone; one slow on most keypresses still fails.
 MORE_PRESSES = 12
 #: The latency a learner should not feel, from a keypress to the new figure in the page: a median of 150 ms and a
 #: 95th percentile of 400 ms (issue 16). Each explorer draws only what a frame changes on a kept background.
@@ -78,12 +84,12 @@ def _presses_to_time(timed: list[float]) -> int:
     return PRESSES
 
 
-def _passes(ms) -> bool:
+def _passes(ms: Sequence[float]) -> bool:
     """The verdict on a slider's keypress times (ms): median and 95th percentile within their limits."""
     return float(np.median(ms)) <= MEDIAN_LIMIT and float(np.percentile(ms, 95)) <= P95_LIMIT
 
 
-def _time_keypresses(press) -> list[float]:
+def _time_keypresses(press: Callable[[], float]) -> list[float]:
     """Time keypresses, each by calling `press()` (which returns its ms), as many as the verdict needs."""
     timed: list[float] = []
     while len(timed) < _presses_to_time(timed) and not _sure_to_fail(timed):
@@ -232,7 +238,7 @@ _HARNESS = """([order, parallel, runTimeout]) => {
         const shown = child.node.querySelector('.jp-OutputArea-output');
         const img = child.node.querySelector('img');
         views.push({cell: index + 1, trusted: cell.model.trusted, mime: shown && shown.dataset.mimeType,
-                    loaded: !!img && img.complete && img.naturalWidth > 0, text: child.node.innerText.slice(0, 80)});
+                    loaded: !!img && img.complete && img.naturalWidth > 0, text: child.node.textContent.slice(0, 80)});
       });
     });
     return views;
@@ -290,10 +296,10 @@ class Lab:
     def __init__(self, page, base: str) -> None:
         self.page, self.base = page, base
 
-    def _await(self, promise: str, arg=None) -> None:
+    def _await(self, promise: str, arg: object = None) -> None:
         """Wait for a promise of the page to settle (no polling), for at most every notebook's RUN_TIMEOUT."""
-        self.page.evaluate(f"([arg, ms]) => Promise.race([{promise}, new Promise((_, reject) => setTimeout("
-                           "() => reject(new Error('no end after ' + ms + ' ms')), ms))])",
+        self.page.evaluate(f"([arg, ms]) => Promise.race([({promise}) ?? Promise.reject(new Error('no promise: {promise}')),"
+                           " new Promise((_, reject) => setTimeout(() => reject(new Error('no end after ' + ms + ' ms')), ms))])",
                            [arg, RUN_TIMEOUT * len(NOTEBOOKS)])
 
     def wait_run(self, name: str) -> dict:
@@ -305,7 +311,7 @@ class Lab:
         self._await("window.course.allDone")
         return self.page.evaluate("() => window.course.ranFor") / 1000
 
-    def query(self, name: str, function: str, arg=None):
+    def query(self, name: str, function: str, arg: object = None) -> Any:
         """Evaluate `function` (JavaScript, of a notebook's panel element and `arg`) in the page; return its value.
 
         The checks query the page with the DOM's own ``querySelectorAll`` from the panel, not with Playwright's
@@ -314,7 +320,7 @@ class Lab:
         """
         return self.page.evaluate(_in_panel(function), [name, arg])
 
-    def element(self, name: str, function: str, arg=None):
+    def element(self, name: str, function: str, arg: object = None) -> ElementHandle:
         """The element that `function` (as for `query`) returns, as a handle to act on (focus, keys, screenshot)."""
         element = self.page.evaluate_handle(_in_panel(function), [name, arg]).as_element()
         assert element is not None, f"{name}: no element for {function}"
@@ -425,8 +431,8 @@ def test_run_all_in_jupyterlab(name, lab, capsys):
 _EXPLORERS = "panel => [...panel.querySelectorAll('.widget-interact')]"
 _FACTS = """panel => ({
   stderr: [...panel.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-    .map(n => n.innerText.slice(0, 500)),
-  prompts: [...panel.querySelectorAll('.jp-InputPrompt')].map(n => n.innerText),
+    .map(n => `cell ${[...panel.querySelectorAll('.jp-Cell')].indexOf(n.closest('.jp-Cell')) + 1}: ${JSON.stringify(n.textContent.slice(0, 500))}`),
+  prompts: [...panel.querySelectorAll('.jp-InputPrompt')].map(n => n.textContent),
   images: [...panel.querySelectorAll('.jp-OutputArea-output img')].map(img => img.complete && img.naturalWidth > 0),
   explorers: (%s)(panel).map(box => {
     const cell = box.closest('.jp-CodeCell');
@@ -488,7 +494,9 @@ def _latencies(lab: Lab, name: str, index: int, knob: int) -> tuple[str, np.ndar
     record = page.evaluate("() => { const r = window.course.latency; r.observer.disconnect();"
                            " return {keys: r.keys, frames: r.frames}; }")
     assert len(record["keys"]) == len(record["frames"]) == len(timed), "one keypress, one new figure"
-    return label, np.array(record["frames"]) - np.array(record["keys"])
+    ms = np.array(record["frames"]) - np.array(record["keys"])
+    assert (ms > 0).all(), f"a new figure before its keypress: {ms}"
+    return label, ms
 
 
 def _luminance(rgb) -> np.ndarray:

@@ -46,9 +46,23 @@ def test_past_twelve_the_median_is_over_all_the_keypresses():
 
 
 def test_a_slow_median_gets_no_more_keypresses():
-    stream = [160.0] * 11 + [900.0] + [100.0] * MORE_PRESSES
+    # Not sure to fail (six over the median's limit, two over the 95th percentile's), yet the median of the
+    # first twelve is over its limit: no second chance, although twelve quick ones more would pass.
+    stream = [MEDIAN_LIMIT] * 6 + [200.0] * 4 + [P95_LIMIT + 20] * 2 + [100.0] * MORE_PRESSES
+    assert not _sure_to_fail(stream[:PRESSES]) and _passes(stream)
     timed = _run(stream)
-    assert len(timed) <= PRESSES and not _passes(timed)
+    assert timed == stream[:PRESSES] and not _passes(timed)
+
+
+def test_a_slider_slow_every_time_stops_as_soon_as_it_is_sure_to_fail():
+    assert len(_run([P95_LIMIT + 1] * ALL)) == 3  # three over the 95th percentile's limit
+    assert len(_run([MEDIAN_LIMIT + 1] * ALL)) == PRESSES // 2 + 1  # a majority of twelve over the median's
+
+
+def test_the_limits_themselves_pass():
+    assert _passes([MEDIAN_LIMIT] * PRESSES)
+    assert _passes([100.0] * (PRESSES - 2) + [P95_LIMIT] * 2)  # the 95th percentile is exactly the limit
+    assert not _passes([MEDIAN_LIMIT + 0.1] * PRESSES) and not _passes([100.0] * (PRESSES - 2) + [P95_LIMIT + 0.1] * 2)
 
 
 def _run_to_the_end(stream: list[float]) -> list[float]:
