@@ -86,6 +86,13 @@ class _Explorer(widgets.VBox):
         What the last frame returned as its result.
     still : bytes
         The PNG of the first frame.
+    blit : bool
+        True (the default, a class attribute): each frame is drawn on the
+        kept background, as above. False: each frame renders the whole figure
+        anew (background and artists, as a frame that changes the limits
+        does), in the same pixels at the cost of a full redraw. Set on the
+        class, it switches every explorer at once; the browser test does so
+        to time the full redraw that the blitted frames are held against.
 
     Examples
     --------
@@ -104,6 +111,8 @@ class _Explorer(widgets.VBox):
     >>> explorer._repr_mimebundle_()["text/plain"]
     'explorer with slider n: run the notebook to move it'
     """
+
+    blit: bool = True
 
     def __init__(self, build: Callable[[Figure], Callable[..., tuple[Any, list[Artist]]]], *,
                  figsize: tuple[float, float], **sliders: widgets.ValueWidget) -> None:
@@ -143,7 +152,7 @@ class _Explorer(widgets.VBox):
         self._shown = list(artists)
         for artist in [*artists, *spines]:
             artist.set_animated(True)  # left out of the background, drawn on top of it
-        if self._background is None or self._limits() != limits:
+        if not self.blit or self._background is None or self._limits() != limits:
             canvas.draw()  # the background; the first time, laid out
             figure.set_layout_engine("none")  # keep that layout: a frame must not move the axes
             self._background = canvas.copy_from_bbox(figure.bbox)

@@ -89,6 +89,20 @@ def test_a_frame_drawn_on_the_background_equals_the_same_frame_drawn_first():
     np.testing.assert_array_equal(_pixels(moved.image.value), _pixels(_toy(start=5).still))
 
 
+def test_without_blitting_every_frame_renders_the_whole_figure_in_the_same_pixels(monkeypatch):
+    blitted, whole = _toy(), _toy()
+    whole.blit = False  # on the instance; the browser test sets it on the class
+    draws = []
+    for explorer in (blitted, whole):
+        draw = explorer.figure.canvas.draw
+        monkeypatch.setattr(explorer.figure.canvas, "draw", lambda draw=draw, e=explorer: (draws.append(e), draw())[1])
+    for n in (6, 1, 5):
+        blitted.children[0].value = whole.children[0].value = n
+        np.testing.assert_array_equal(_pixels(whole.image.value), _pixels(blitted.image.value), err_msg=f"at {n}")
+    assert draws.count(whole) == 3 and draws.count(blitted) == 0
+    assert _Explorer.blit, "explorers blit by default"
+
+
 def _full_render(explorer: _Explorer) -> np.ndarray:
     """The explorer's figure drawn whole, every artist in its place, as a new figure would be."""
     animated = [artist for artist in explorer.figure.findobj() if artist.get_animated()]
