@@ -1,8 +1,10 @@
-"""Checking a number that a source text states against the number the course computes.
+"""Checking claims: a source's stated number, and the course's own conclusions.
 
 The course never copies a number from its sources: it computes each one and
 shows, with :func:`check_claim`, whether the source's figure agrees to the
-digits it states.
+digits it states. Where a result is chaotic (a training run, whose last bits
+differ from CPU to CPU and grow over many steps), a lesson states its
+conclusion with :func:`conclude`, which checks it on every run, on any machine.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from decimal import Decimal
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["check_claim"]
+__all__ = ["ConclusionError", "check_claim", "conclude"]
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
 
@@ -94,3 +96,49 @@ def check_claim(source: str, stated: str, computed: ArrayLike) -> None:
     computed_text = shown[0] if len(shown) == 1 else "[" + ", ".join(shown) + "]"
     mark = "✓" if agrees else "✗"
     print(f"{mark} {source}: the source states {stated}; computed {computed_text}")
+
+
+class ConclusionError(AssertionError):
+    """Raised by :func:`conclude` when the measurement does not support the conclusion."""
+
+
+def conclude(statement: str, holds: object) -> None:
+    """Print ``✓ statement`` if `holds` is true; raise if it is not.
+
+    A lesson states in words what a measurement shows, and asserts it here, so
+    that the sentence is checked on every run. Use it for results whose digits
+    depend on the machine (training curves, intervals over many steps), whose
+    conclusions must not: the sign of a difference, an ordering, "in all 5 seeds".
+
+    Parameters
+    ----------
+    statement : str
+        The conclusion, in words.
+    holds : bool or array_like of bool
+        The measurement's verdict: a bool, a NumPy bool or an array whose every
+        element must be true.
+
+    Raises
+    ------
+    ConclusionError
+        If `holds` is false (for an array: if any element is false, or it is empty).
+    TypeError
+        If `statement` is not a non-empty str, or `holds` is not bool-valued.
+
+    Examples
+    --------
+    >>> losses = np.array([0.75, 1.18])
+    >>> conclude("the unscaled arm ends higher", losses[1] > losses[0])
+    ✓ the unscaled arm ends higher
+    >>> conclude("every loss is below ln 8", losses < np.log(8))
+    ✓ every loss is below ln 8
+    """
+    if not isinstance(statement, str) or not statement.strip():
+        raise TypeError(f"statement must be a non-empty str; got {statement!r}")
+    verdict = np.asarray(holds)
+    if verdict.dtype != bool:
+        raise TypeError(f"holds must be a bool or an array of bools; got dtype {verdict.dtype}")
+    if verdict.size == 0 or not verdict.all():
+        failed = "" if verdict.ndim == 0 else f" ({int((~verdict).sum())} of {verdict.size} false)"
+        raise ConclusionError(f"✗ {statement}: does NOT hold on this run{failed}")
+    print(f"✓ {statement}")

@@ -98,6 +98,7 @@ NO_FLOAT_INPUT = {
     "dot_product_tail": "Python numbers in and out",
     "attention_row_stats": "returns summary statistics as Python floats, as documented",
     "check_claim": "prints a comparison",
+    "conclude": "a statement and a bool in; prints a line",
     "sample_attention_gradients": "a random generator and sizes in; draws float64 samples",
     "llama4_query_scale": "integer token positions in",
     "yarn_logit_scale": "a Python number in and out",

@@ -66,12 +66,62 @@ def test_make_test_runs_the_driver_with_the_makefiles_nbval_options():
     assert nbval[0][-3:] == ["--nbval", "--nbval-cell-timeout=30", "notebooks"] and nbval[1] == {"OMP_NUM_THREADS": "2"}
 
 
-@pytest.mark.parametrize("name", ["unit", "nbval", "browser"])
+@pytest.mark.parametrize("name", ["unit", "nbval", "nbval-other-cpu", "browser"])
 def test_make_runs_each_stage_alone_as_the_driver_defines_it(tmp_path, name):
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split(f"\n{name}:", 1)[1].split("\n\n", 1)[0]
     assert f"\t@$(PY) tools/run_checks.py --stage {name} $(NBVAL)" in target
     stages = {other: ([sys.executable, "-c", f"import os, pathlib; pathlib.Path({str(tmp_path)!r}, {other!r}).write_text("
-                       f"os.environ.get('MARK', ''))"], {"MARK": other.upper()}) for other in ["unit", "nbval", "browser"]}
+                       f"os.environ.get('MARK', ''))"], {"MARK": other.upper()}) for other in ["unit", "nbval", "nbval-other-cpu", "browser"]}
     assert run_checks.run_stage(name, stages) == 0
     assert [p.name for p in tmp_path.iterdir()] == [name] and (tmp_path / name).read_text() == name.upper()
+
+
+def test_the_burner_waits_while_two_busy_stages_are_left(tmp_path):
+    """After the unit tests, two nbval stages keep both cores busy: the burner starts only when one is left."""
+    mark = f"import pathlib, time; d = pathlib.Path({str(tmp_path)!r})\n"
+    stages = {
+        "unit": _stage("pass"),
+        "nbval": _stage(mark + "time.sleep(0.6); (d / 'nbval-ended').write_text(str(time.time()))"),
+        "nbval-other-cpu": _stage(mark + "time.sleep(1.5)"),
+        "browser": _stage("pass"),
+    }
+    burner = [sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(tmp_path)!r}, 'burned').write_text(str(time.time())); time.sleep(60)"]
+    assert run_checks.run(stages, burner=burner) == 0
+    assert float((tmp_path / "burned").read_text()) >= float((tmp_path / "nbval-ended").read_text())
+
+
+def test_the_stored_outputs_are_checked_on_the_code_paths_of_another_cpu():
+    command, env = run_checks.stages(["--nbval"])["nbval-other-cpu"]
+    assert command[-2:] == ["--nbval", "notebooks"] and env["OMP_NUM_THREADS"] == "1"
+    assert env["ATEN_CPU_CAPABILITY"] in {"avx2", "default"}
+
+
+AVX512 = (["X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR"], ["AVX", "AVX2", "X86_V3", "AVX512F", "X86_V4", "AVX512_ICL"])
+
+
+@pytest.mark.parametrize(("dispatch", "found", "machine", "environ", "expected"), [
+    # AVX-512 (an Intel Xeon): down to AVX2, the paths of an AMD EPYC; only the features it has are named.
+    (*AVX512, "x86_64", {}, {"NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL", "ATEN_CPU_CAPABILITY": "avx2",
+                             "MKL_CBWR": "AVX2", "OPENBLAS_CORETYPE": "Haswell"}),
+    # AVX2 only: down to the baseline.
+    (AVX512[0], ["AVX", "AVX2", "X86_V3"], "x86_64", {}, {"NPY_DISABLE_CPU_FEATURES": "X86_V3", "ATEN_CPU_CAPABILITY": "default",
+                                                         "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Sandybridge"}),
+    # arm64: NumPy's baseline, no MKL; an OPENBLAS_CORETYPE set by the machine is left as it is.
+    (["ASIMDHP", "ASIMDDP", "SVE"], ["ASIMDHP", "ASIMDDP"], "aarch64", {"OPENBLAS_CORETYPE": "NEOVERSEN1"},
+     {"NPY_DISABLE_CPU_FEATURES": "ASIMDHP ASIMDDP", "ATEN_CPU_CAPABILITY": "default"}),
+    # Nothing dispatched to disable.
+    (["X86_V3"], [], "x86_64", {}, {"ATEN_CPU_CAPABILITY": "default", "MKL_CBWR": "COMPATIBLE", "OPENBLAS_CORETYPE": "Nehalem"}),
+])
+def test_other_cpu_path_goes_one_level_down(dispatch, found, machine, environ, expected):
+    assert run_checks.other_cpu_path(dispatch, found, machine, environ) == expected
+
+
+def test_other_cpu_path_changes_what_numpy_runs_here():
+    """The settings for this machine are accepted by NumPy, and turn off every feature they name."""
+    import subprocess
+
+    env = run_checks.other_cpu_path()
+    code = "from numpy._core import _multiarray_umath as m; print(' '.join(k for k, v in m.__cpu_features__.items() if v))"
+    found = subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, check=True).stdout.split()
+    assert not set(env.get("NPY_DISABLE_CPU_FEATURES", "").split()) & set(found)

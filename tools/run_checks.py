@@ -3,22 +3,27 @@
     python tools/run_checks.py NBVAL_OPTION...   # what `make test` runs, with the Makefile's $(NBVAL)
     python tools/run_checks.py --stage NAME NBVAL_OPTION...   # one stage alone: make unit, nbval, browser
 
-Three stages start together:
+Four stages start together:
 
 - **unit**: pytest on ``tests/`` and the doctests of ``course_utils``;
 - **nbval**: strict nbval of every notebook with the given options (the
   Makefile's, which allow no cell more than ``CELL_LIMIT`` seconds), with
   ``OMP_NUM_THREADS=2`` (the stored outputs are made with one thread, by
   ``tools/notebooks.py execute``);
+- **nbval-other-cpu**: the same strict nbval once more, with one thread and
+  NumPy, its BLAS and PyTorch sent down the code paths of another CPU
+  (:func:`other_cpu_path`), so that no stored output may depend on the
+  instruction set;
 - **browser**: every notebook in JupyterLab in headless Chromium, Run All,
   three at a time.
 
 So nbval runs each notebook while the browser runs it too and the unit tests
 keep the CPUs busy: the load under which an ipykernel 7 widget cell used to
-hang (issue 16), and the hang check. When the unit tests end before nbval, a
-CPU burner takes their place until nbval ends. Only then, with the machine
-quiet again, does the browser stage time its sliders (it waits for the file
-named by ``COURSE_QUIET_FILE`` to disappear).
+hang (issue 16), and the hang check. Once the unit tests have ended, a CPU
+burner runs whenever only one of the other busy stages is left, until it
+ends. Only then, with the machine quiet again, does the browser stage time
+its sliders (it waits for the file named by ``COURSE_QUIET_FILE`` to
+disappear).
 
 Each stage's output is printed when it ends, then one line per stage with
 its time and the CPU time it and its processes used; the exit status is 0 only if every stage passed.
@@ -27,25 +32,80 @@ its time and the CPU time it and its processes used; the exit status is 0 only i
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 BURNER = [sys.executable, "-c", "while True: pass"]
 NICENESS = 19  # of every stage but "unit"
+WAITS = "browser"  # the stage that times its sliders once every other stage has ended
 Stages = dict[str, tuple[list[str], dict[str, str]]]
 
 
+def _numpy_features() -> tuple[list[str], list[str]]:
+    """NumPy's dispatched CPU features (in its order, lowest first) and those this CPU has."""
+    from numpy._core import _multiarray_umath as umath
+
+    return list(umath.__cpu_dispatch__), [name for name, found in umath.__cpu_features__.items() if found]
+
+
+def other_cpu_path(dispatch: list[str] | None = None, found: list[str] | None = None,
+                   machine: str | None = None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Environment that sends NumPy, its BLAS and PyTorch down the code paths of an older CPU than this one.
+
+    One level down: on an x86-64 CPU with AVX-512 (NumPy's ``X86_V4``), the
+    paths of an AVX2 CPU, such as many AMD EPYC and Ryzen; on any other CPU,
+    the baseline paths with no dispatched feature at all. Each setting was
+    measured to change results here (on a CPU with AVX-512), in the last bits:
+
+    - ``NPY_DISABLE_CPU_FEATURES``: NumPy's ``exp`` and ``log`` (float64; float32
+      and ``tanh`` too at baseline). Only features this CPU has are named.
+    - ``ATEN_CPU_CAPABILITY``: PyTorch's ``softmax`` kernels.
+    - ``MKL_CBWR``: PyTorch's ``exp``, ``log``, ``tanh`` (through MKL's vector
+      maths) and its float64 matmul.
+    - ``OPENBLAS_CORETYPE``: NumPy's float32 matmul. Left alone where it is
+      set already: some machines set it because other kernels compute wrong
+      results on them.
+
+    Examples
+    --------
+    >>> env = other_cpu_path(["X86_V3", "X86_V4", "AVX512_ICL"], ["AVX", "X86_V3", "X86_V4"], "x86_64", {})
+    >>> env["NPY_DISABLE_CPU_FEATURES"], env["ATEN_CPU_CAPABILITY"], env["OPENBLAS_CORETYPE"]
+    ('X86_V4', 'avx2', 'Haswell')
+    """
+    if dispatch is None or found is None:
+        dispatch, found = _numpy_features()
+    machine = (machine or platform.machine()).lower()
+    x86 = machine in {"x86_64", "amd64"}
+    avx512 = x86 and "X86_V4" in found
+    have = [name for name in dispatch if name in found]
+    disable = have[have.index("X86_V4"):] if avx512 else have
+    env = {"ATEN_CPU_CAPABILITY": "avx2" if avx512 else "default"}
+    if disable:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(disable)
+    if x86:
+        env["MKL_CBWR"] = "AVX2" if avx512 else "COMPATIBLE"
+    if "OPENBLAS_CORETYPE" not in environ:
+        coretype = ("Haswell" if avx512 else "Sandybridge" if "AVX" in found else "Nehalem") if x86 else \
+            "ARMV8" if machine in {"aarch64", "arm64"} else None
+        if coretype:
+            env["OPENBLAS_CORETYPE"] = coretype
+    return env
+
+
 def stages(nbval_options: list[str]) -> Stages:
-    """The three stages of make test: name -> (command, extra environment)."""
+    """The four stages of make test: name -> (command, extra environment)."""
     return {
         # nbval is not needed to collect the unit tests: without it, pytest starts 1 s sooner.
         "unit": (PYTEST + ["-p", "no:nbval", "-p", "no:logging", "-m", "not browser", "tests", "course_utils", "--doctest-modules"], {"OMP_NUM_THREADS": "1"}),
         "nbval": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "2"}),
+        "nbval-other-cpu": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "1", **other_cpu_path()}),
         "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], {}),
     }
 
@@ -66,10 +126,10 @@ def _lower_priority() -> None:
 def run(stages: Stages, burner: list[str] = BURNER) -> int:
     """Start every stage at once; print each one's output as it ends; 0 if all passed.
 
-    Every stage but "unit" runs at niceness ``NICENESS``. The stages named
-    "unit" and "nbval" are the busy ones: the file named by
-    ``COURSE_QUIET_FILE`` in every stage's environment exists until both have
-    ended, and `burner` runs from the end of "unit" to the end of "nbval".
+    Every stage but "unit" runs at niceness ``NICENESS``. Every stage but
+    ``WAITS`` is a busy one: the file named by ``COURSE_QUIET_FILE`` in every
+    stage's environment exists until all of them have ended, and, once "unit"
+    has ended, `burner` runs while only one busy stage is left.
     """
     quiet = Path(tempfile.mkstemp(prefix="course-busy-")[1])  # exists while unit and nbval run
     logs, running, started, took, codes, cpu = {}, {}, time.monotonic(), {}, {}, {}
@@ -89,9 +149,10 @@ def run(stages: Stages, burner: list[str] = BURNER) -> int:
                     del running[name]
                     logs[name].seek(0)
                     print(f"--- {name}\n{logs[name].read()}", flush=True)
-            if "unit" in codes and "nbval" in running and burning is None:
+            busy = [name for name in running if name != WAITS]
+            if "unit" in codes and len(busy) == 1 and burning is None:
                 burning = subprocess.Popen(burner)
-            if "unit" in codes and "nbval" in codes and quiet.exists():
+            if not busy and quiet.exists():
                 quiet.unlink()  # the browser stage may time its sliders now
                 if burning is not None:
                     burning.kill()
