@@ -37,11 +37,11 @@ $(STAMP): pyproject.toml requirements-ci.txt tools/install_torch.py | $(PY)
 lab: install
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-# Unit tests, strict nbval of every notebook twice (with 2 threads; then with 1 thread on the code
-# paths of another CPU; outputs are stored with 1 thread) and every notebook in JupyterLab in
-# Chromium, all four side by side: nbval runs beside the browser's runs and the unit tests (then a
-# CPU burner), no cell longer than CELL_LIMIT s (the hang check); the sliders are timed once the
-# others have ended. See tools/run_checks.py.
+# Unit tests, strict nbval of every notebook (with 2 threads; outputs are stored with 1) and every
+# notebook in JupyterLab in Chromium on the code paths of another CPU, its outputs compared with the
+# stored ones as nbval compares them, all three side by side: nbval runs beside the browser's runs
+# and the unit tests (then a CPU burner), no cell longer than CELL_LIMIT s (the hang check); the
+# sliders are timed once the others have ended. See tools/run_checks.py.
 test: install browser-deps
 	@$(PY) tools/run_checks.py $(NBVAL)
 
@@ -51,9 +51,6 @@ unit: install
 
 nbval: install
 	@$(PY) tools/run_checks.py --stage nbval $(NBVAL)
-
-nbval-other-cpu: install
-	@$(PY) tools/run_checks.py --stage nbval-other-cpu $(NBVAL)
 
 # Two strict nbval runs of every notebook (1 and 2 threads) side by side, beside a CPU burner.
 nbval-pair: install

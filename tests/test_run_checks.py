@@ -66,13 +66,13 @@ def test_make_test_runs_the_driver_with_the_makefiles_nbval_options():
     assert nbval[0][-3:] == ["--nbval", "--nbval-cell-timeout=30", "notebooks"] and nbval[1] == {"OMP_NUM_THREADS": "2"}
 
 
-@pytest.mark.parametrize("name", ["unit", "nbval", "nbval-other-cpu", "browser"])
+@pytest.mark.parametrize("name", ["unit", "nbval", "browser"])
 def test_make_runs_each_stage_alone_as_the_driver_defines_it(tmp_path, name):
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split(f"\n{name}:", 1)[1].split("\n\n", 1)[0]
     assert f"\t@$(PY) tools/run_checks.py --stage {name} $(NBVAL)" in target
     stages = {other: ([sys.executable, "-c", f"import os, pathlib; pathlib.Path({str(tmp_path)!r}, {other!r}).write_text("
-                       f"os.environ.get('MARK', ''))"], {"MARK": other.upper()}) for other in ["unit", "nbval", "nbval-other-cpu", "browser"]}
+                       f"os.environ.get('MARK', ''))"], {"MARK": other.upper()}) for other in ["unit", "nbval", "browser"]}
     assert run_checks.run_stage(name, stages) == 0
     assert [p.name for p in tmp_path.iterdir()] == [name] and (tmp_path / name).read_text() == name.upper()
 
@@ -83,7 +83,7 @@ def test_the_burner_waits_while_two_busy_stages_are_left(tmp_path):
     stages = {
         "unit": _stage("pass"),
         "nbval": _stage(mark + "time.sleep(0.6); (d / 'nbval-ended').write_text(str(time.time()))"),
-        "nbval-other-cpu": _stage(mark + "time.sleep(1.5)"),
+        "another busy stage": _stage(mark + "time.sleep(1.5)"),
         "browser": _stage("pass"),
     }
     burner = [sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(tmp_path)!r}, 'burned').write_text(str(time.time())); time.sleep(60)"]
@@ -91,9 +91,9 @@ def test_the_burner_waits_while_two_busy_stages_are_left(tmp_path):
     assert float((tmp_path / "burned").read_text()) >= float((tmp_path / "nbval-ended").read_text())
 
 
-def test_the_stored_outputs_are_checked_on_the_code_paths_of_another_cpu():
-    command, env = run_checks.stages(["--nbval"])["nbval-other-cpu"]
-    assert command[-2:] == ["--nbval", "notebooks"] and env["OMP_NUM_THREADS"] == "1"
+def test_the_browser_runs_the_notebooks_on_the_code_paths_of_another_cpu():
+    command, env = run_checks.stages(["--nbval"])["browser"]
+    assert command[-1] == "tests/test_browser.py" and env == run_checks.other_cpu_path()
     assert env["ATEN_CPU_CAPABILITY"] in {"avx2", "default"}
 
 

@@ -3,27 +3,25 @@
     python tools/run_checks.py NBVAL_OPTION...   # what `make test` runs, with the Makefile's $(NBVAL)
     python tools/run_checks.py --stage NAME NBVAL_OPTION...   # one stage alone: make unit, nbval, browser
 
-Four stages start together:
+Three stages start together:
 
 - **unit**: pytest on ``tests/`` and the doctests of ``course_utils``;
 - **nbval**: strict nbval of every notebook with the given options (the
   Makefile's, which allow no cell more than ``CELL_LIMIT`` seconds), with
   ``OMP_NUM_THREADS=2`` (the stored outputs are made with one thread, by
   ``tools/notebooks.py execute``);
-- **nbval-other-cpu**: the same strict nbval once more, with one thread and
-  NumPy, its BLAS and PyTorch sent down the code paths of another CPU
-  (:func:`other_cpu_path`), so that no stored output may depend on the
-  instruction set;
 - **browser**: every notebook in JupyterLab in headless Chromium, Run All,
-  three at a time.
+  three at a time, with NumPy, its BLAS and PyTorch sent down the code paths
+  of another CPU (:func:`other_cpu_path`); each notebook's outputs are then
+  compared with the stored ones as strict nbval compares them, so that no
+  stored output may depend on the instruction set.
 
 So nbval runs each notebook while the browser runs it too and the unit tests
 keep the CPUs busy: the load under which an ipykernel 7 widget cell used to
-hang (issue 16), and the hang check. Once the unit tests have ended, a CPU
-burner runs whenever only one of the other busy stages is left, until it
-ends. Only then, with the machine quiet again, does the browser stage time
-its sliders (it waits for the file named by ``COURSE_QUIET_FILE`` to
-disappear).
+hang (issue 16), and the hang check. When the unit tests end before nbval, a
+CPU burner takes their place until nbval ends. Only then, with the machine
+quiet again, does the browser stage time its sliders (it waits for the file
+named by ``COURSE_QUIET_FILE`` to disappear).
 
 Each stage's output is printed when it ends, then one line per stage with
 its time and the CPU time it and its processes used; the exit status is 0 only if every stage passed.
@@ -100,13 +98,12 @@ def other_cpu_path(dispatch: list[str] | None = None, found: list[str] | None = 
 
 
 def stages(nbval_options: list[str]) -> Stages:
-    """The four stages of make test: name -> (command, extra environment)."""
+    """The three stages of make test: name -> (command, extra environment)."""
     return {
         # nbval is not needed to collect the unit tests: without it, pytest starts 1 s sooner.
         "unit": (PYTEST + ["-p", "no:nbval", "-p", "no:logging", "-m", "not browser", "tests", "course_utils", "--doctest-modules"], {"OMP_NUM_THREADS": "1"}),
         "nbval": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "2"}),
-        "nbval-other-cpu": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "1", **other_cpu_path()}),
-        "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], {}),
+        "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], other_cpu_path()),
     }
 
 
