@@ -127,8 +127,8 @@ def cross_check(
         raise CrossCheckError(f"✗ {label}: shapes differ, {a.shape} vs {b.shape}")
     precisions = [_precision(a), _precision(b)]
     worst = "float16" if "float16" in precisions else "float32" if "float32" in precisions else "float64"
-    if str(getattr(reference, "dtype", "")) == "torch.bfloat16":
-        worst = "float16"
+    if any(str(getattr(value, "dtype", "")) == "torch.bfloat16" for value in (ours, reference)):
+        worst = "float16"  # NumPy has no bfloat16: to_numpy widened it to float32
     default_rtol, default_atol = TOLERANCES[worst]
     tolerance = f"{worst} tolerance: " if rtol is None and atol is None else ""
     rtol = default_rtol if rtol is None else rtol

@@ -83,9 +83,10 @@ def test_float32_gets_a_float32_tolerance(capsys):
         cross_check(np.array([1.0 + 3e-7]), np.array([1.0]), "f64")
 
 
-def test_bfloat16_tensors_are_compared_loosely(capsys):
+def test_bfloat16_tensors_are_compared_loosely_on_either_side(capsys):
     cross_check(np.array([0.3333]), torch.tensor([1 / 3], dtype=torch.bfloat16), "bf16")
-    assert capsys.readouterr().out == "✓ bf16: close (float16 tolerance: rtol 0.01, atol 0.001)\n"
+    cross_check(torch.tensor([1 / 3], dtype=torch.bfloat16), torch.tensor([0.3333]), "bf16")
+    assert capsys.readouterr().out == "✓ bf16: close (float16 tolerance: rtol 0.01, atol 0.001)\n" * 2
 
 
 def test_explicit_tolerances_are_honoured_and_printed(capsys):
