@@ -77,20 +77,6 @@ def test_make_runs_each_stage_alone_as_the_driver_defines_it(tmp_path, name):
     assert [p.name for p in tmp_path.iterdir()] == [name] and (tmp_path / name).read_text() == name.upper()
 
 
-def test_the_burner_waits_while_two_busy_stages_are_left(tmp_path):
-    """After the unit tests, two nbval stages keep both cores busy: the burner starts only when one is left."""
-    mark = f"import pathlib, time; d = pathlib.Path({str(tmp_path)!r})\n"
-    stages = {
-        "unit": _stage("pass"),
-        "nbval": _stage(mark + "time.sleep(0.6); (d / 'nbval-ended').write_text(str(time.time()))"),
-        "another busy stage": _stage(mark + "time.sleep(1.5)"),
-        "browser": _stage("pass"),
-    }
-    burner = [sys.executable, "-c", f"import pathlib, time; pathlib.Path({str(tmp_path)!r}, 'burned').write_text(str(time.time())); time.sleep(60)"]
-    assert run_checks.run(stages, burner=burner) == 0
-    assert float((tmp_path / "burned").read_text()) >= float((tmp_path / "nbval-ended").read_text())
-
-
 def test_the_browser_runs_the_notebooks_on_the_code_paths_of_another_cpu():
     command, env = run_checks.stages(["--nbval"])["browser"]
     assert command[-1] == "tests/test_browser.py" and env == run_checks.other_cpu_path()

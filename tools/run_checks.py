@@ -42,7 +42,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 BURNER = [sys.executable, "-c", "while True: pass"]
 NICENESS = 19  # of every stage but "unit"
-WAITS = "browser"  # the stage that times its sliders once every other stage has ended
 Stages = dict[str, tuple[list[str], dict[str, str]]]
 
 
@@ -123,10 +122,10 @@ def _lower_priority() -> None:
 def run(stages: Stages, burner: list[str] = BURNER) -> int:
     """Start every stage at once; print each one's output as it ends; 0 if all passed.
 
-    Every stage but "unit" runs at niceness ``NICENESS``. Every stage but
-    ``WAITS`` is a busy one: the file named by ``COURSE_QUIET_FILE`` in every
-    stage's environment exists until all of them have ended, and, once "unit"
-    has ended, `burner` runs while only one busy stage is left.
+    Every stage but "unit" runs at niceness ``NICENESS``. The stages named
+    "unit" and "nbval" are the busy ones: the file named by
+    ``COURSE_QUIET_FILE`` in every stage's environment exists until both have
+    ended, and `burner` runs from the end of "unit" to the end of "nbval".
     """
     quiet = Path(tempfile.mkstemp(prefix="course-busy-")[1])  # exists while unit and nbval run
     logs, running, started, took, codes, cpu = {}, {}, time.monotonic(), {}, {}, {}
@@ -146,10 +145,9 @@ def run(stages: Stages, burner: list[str] = BURNER) -> int:
                     del running[name]
                     logs[name].seek(0)
                     print(f"--- {name}\n{logs[name].read()}", flush=True)
-            busy = [name for name in running if name != WAITS]
-            if "unit" in codes and len(busy) == 1 and burning is None:
+            if "unit" in codes and "nbval" in running and burning is None:
                 burning = subprocess.Popen(burner)
-            if not busy and quiet.exists():
+            if "unit" in codes and "nbval" in codes and quiet.exists():
                 quiet.unlink()  # the browser stage may time its sliders now
                 if burning is not None:
                     burning.kill()
