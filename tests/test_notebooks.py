@@ -81,6 +81,13 @@ def test_python3_kernel_and_size(notebook):
     assert path.stat().st_size < 1_000_000
 
 
+def test_no_widget_state_is_stored(notebook):
+    # With a widget state in the metadata, nbconvert and nbviewer show an empty live view instead of each
+    # explorer's stored still PNG; `tools/notebooks.py execute` stores none.
+    _, nb = notebook
+    assert "widgets" not in nb["metadata"], "re-run `make outputs`, which stores no widget state"
+
+
 def test_metadata_is_complete_and_the_header_shows_it(notebook):
     path, nb = notebook
     lesson = Lesson.from_metadata(nb["metadata"].get(METADATA_KEY, {}), path)

@@ -66,9 +66,13 @@ def main(command: str, paths: list[str]) -> None:
         nb = nbformat.read(path, as_version=4)
         sync_header(nb, path.parent)
         if command == "execute":
+            # No widget state in the file: with it, static renderers (nbconvert, nbviewer) show the live view,
+            # which needs a kernel or a script from the network, instead of the still PNG each explorer stores.
             NotebookClient(
-                nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+                nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
+                store_widget_state=False,
             ).execute()
+            nb.metadata.pop("widgets", None)  # a state saved earlier, by JupyterLab or an older run
         nbformat.write(nb, path)
         print(f"{command}: {path}")
 
