@@ -28,6 +28,7 @@ __all__ = [
     "FunctionExercise",
     "Property",
     "Run",
+    "ChoiceExercise",
     "CLIP_LIMITS",
     "ROW_SHIFTS",
     "ValueExercise",
@@ -652,3 +653,69 @@ class ValueExercise(Exercise):
         max_diff = float(np.abs(got - expected).max())
         tolerance = f"tolerance {self.atol:g}" + (f" + {self.rtol:g} of the answer" if self.rtol else "")
         return Verdict("incorrect", f"✗ Not yet: max abs diff from the answer is {max_diff:.2g} ({tolerance}).")
+
+
+class ChoiceExercise(Exercise):
+    """An exercise whose answer names an outcome for each of several cases: a prediction in words.
+
+    The answer is a dict from each case (``"additive -inf"``) to one of `choices` (``"zeros"``).
+    The starter maps every case to ``...`` ("not attempted"). A wrong entry gets the explanation
+    of its case in `why`, which names the mechanism that decides it, never the right word; every
+    wrong entry is listed.
+
+    Examples
+    --------
+    >>> ex = ChoiceExercise("xx", "q1", "signs", reference={"a": "+", "b": "-"}, choices=("+", "-"),
+    ...                     why={"a": "a is 1.", "b": "b is -1."}, wrong_answers={}, hints=["h"], solution="s")
+    >>> ex.evaluate({"a": "+", "b": "+"}).message
+    "✗ Not yet: 1 of 2 wrong.\\n- b: you said '+'. b is -1."
+    """
+
+    kind = "choice"
+
+    def __init__(
+        self,
+        lesson: str,
+        name: str,
+        title: str,
+        *,
+        reference: Mapping[str, str],
+        choices: Sequence[str],
+        why: Mapping[str, str],
+        wrong_answers: Mapping[str, Mapping[str, str]],
+        hints: Sequence[str],
+        solution: str,
+        aliases: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(lesson, name, title, reference=dict(reference), wrong_answers=wrong_answers, hints=hints,
+                         solution=solution)
+        self.choices = tuple(choices)
+        self.why = dict(why)
+        self.aliases = dict(aliases or {})  # other spellings of a choice, e.g. a table's abbreviations
+        self.starter = {case: ... for case in reference}
+
+    def evaluate(self, answer: Any) -> Verdict:
+        """Return the verdict on `answer` without printing anything."""
+        if answer is ... or (isinstance(answer, Mapping) and all(v is ... for v in answer.values())):
+            return Verdict("not attempted", "○ Not attempted yet: replace each `...` with your prediction.")
+        if not isinstance(answer, Mapping):
+            return Verdict("incorrect", f"✗ Not yet: give a dict from each case to an outcome, not a {type(answer).__name__}.")
+        cases = list(self.reference)
+        missing = [case for case in cases if case not in answer or answer[case] is ...]
+        if missing:
+            return Verdict("incorrect", f"✗ Not yet: predict every case; missing: {', '.join(map(repr, missing))}.")
+        unknown = [case for case in answer if case not in self.reference]
+        if unknown:
+            return Verdict("incorrect", f"✗ Not yet: {', '.join(map(repr, unknown))} is not one of the cases {cases}.")
+        given = {case: self.aliases.get(answer[case], answer[case]) if isinstance(answer[case], str) else answer[case]
+                 for case in cases}
+        odd = [case for case in cases if given[case] not in self.choices]
+        if odd:
+            return Verdict("incorrect", f"✗ Not yet: {odd[0]!r}: {answer[odd[0]]!r} is not one of {list(self.choices)}.")
+        wrong = [case for case in cases if given[case] != self.reference[case]]
+        if not wrong:
+            return Verdict("correct", f"✓ Correct! All {len(cases)} predictions match the measurement.")
+        named = next((label for label, value in self.wrong_answers.items() if dict(value) == given), None)
+        lines = [f"- {case}: you said {given[case]!r}. {self.why[case]}" for case in wrong]
+        head = f"✗ Not yet: {len(wrong)} of {len(cases)} wrong" + (f": this is {named}." if named else ".")
+        return Verdict("incorrect", head + "\n" + "\n".join(lines))

@@ -557,8 +557,8 @@ def seed_attention(Q, K, V, mask=None):
 With `d_k` defined, the seed's -1e9 gives the right weights on every row with an allowed key;
 on a row with none it gives uniform weights, so that query's output is the average of all
 values, where torch's SDPA returns zeros. A fill of -inf removes blocked keys whatever the
-scores are, and the empty rows are then zeroed explicitly (here through `nan_to_num`; or multiply
-the output by `mask.any(-1, keepdim=True)`). A far finite fill with the same guard is right too;
+scores are, and the empty rows are then zeroed explicitly (here through `nan_to_num`; or select
+with `torch.where(mask.any(-1, keepdim=True), out, 0.0)`, never multiply: nan * 0 is nan). A far finite fill with the same guard is right too;
 -1e5 or -1e4 is not, as the case with scores of size 1e6 shows.
 """
 

@@ -1,0 +1,453 @@
+"""python -m benchmarks.gpu [--out PATH] [--quick]: what PyTorch's attention does on this machine's GPU.
+
+Writes one JSON file (schema: ``course_utils.measured.FIELDS``) with the device, the torch and
+CUDA versions and the date, and every measurement the lessons load from
+``course_utils/data/gpu_h100.json``:
+
+- correctness, from ``course_utils.backends``: what each SDPA backend returns for a query with
+  nothing to attend to (CPU and CUDA), the gradients of blocked keys, ``is_causal`` with L != S,
+  ``causal_lower_right`` with L > S, which backend the default dispatch picks, and the modules'
+  all-padding sequences; plus ``torch.softmax`` of 65,536 equal half-precision scores, float64
+  ``exp`` at the bottom of its range and the entmax package's sparsemax of an empty row;
+- speed and memory: SDPA per backend against L (``flash_vs_math``), the math backend's float32
+  upcast, softmax pass by pass, and the exp unit against a bf16 matrix product.
+
+Without CUDA it runs the CPU parts, prints one line per GPU part it skips, and writes ``null``
+there; it never allocates on a GPU. ``--quick`` uses small sizes (for the tests).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import math
+import statistics
+import subprocess
+import sys
+import time
+import warnings
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from course_utils import backends
+from course_utils.measured import FIELDS, HEADER, SCHEMA, validate
+
+HERE = Path(__file__).resolve().parent
+DTYPES = ("float16", "bfloat16", "float32")
+LOWER_RIGHT_SHAPES = ((5, 3), (8, 4), (64, 32), (130, 100), (3, 5), (64, 64))
+DISPATCH_SHAPES = ((2, 4, 8, 8, 64), (2, 8, 128, 128, 64), (2, 8, 128, 128, 128), (1, 16, 1024, 1024, 128))
+PASS_SHAPES = ((512, 4096), (16384, 16384))
+#: Additive fills on both sides of float32's largest number divided by log2(e), about 2.3587e38.
+FILLS = (-1e38, -2.0e38, -2.3e38, -2.35e38, -2.36e38, -2.4e38, -3.0e38)
+
+
+def no_cuda_reason() -> str | None:
+    """Why the GPU parts cannot run here, or None where they can."""
+    if not torch.cuda.is_available():
+        return f"no CUDA device (torch {torch.__version__}, torch.cuda.is_available() is False)"
+    return None
+
+
+def median_ms(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, inner: int = 1) -> float:
+    """The median time of one call of `fn` in milliseconds: CUDA events on a GPU, perf_counter on a CPU.
+
+    On a GPU each of the `runs` samples times `inner` calls queued back to back between one pair of
+    events, so that the host's time to launch a call hides behind the GPU's work on the one before.
+    """
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(runs):
+        if device == "cuda":
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(inner):
+                fn()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / inner)
+        else:
+            t0 = time.perf_counter()
+            fn()
+            times.append(1e3 * (time.perf_counter() - t0))
+    return statistics.median(times)
+
+
+def softmax16(device: str) -> dict[str, Any]:
+    """Is every weight of softmax over 65,536 equal half-precision scores exactly 2^-16? And is a float16 sum of 65,536 ones inf?"""
+    result: dict[str, Any] = {}
+    for dt in (torch.float16, torch.bfloat16):
+        w = torch.softmax(torch.zeros(65536, dtype=dt, device=device), dim=-1)
+        result[str(dt)] = bool((w == 2.0**-16).all())
+    result["fp16 ones .sum()"] = str(float(torch.ones(65536, dtype=torch.float16, device=device).sum()))
+    return result
+
+
+def exp_float64(cuda: bool) -> dict[str, Any]:
+    """float64 exp near the bottom of its range (on CPU and CUDA), and softmax([0, -745])."""
+    x = [-744.0, -744.5, -745.0, -745.1, -745.2]
+    result: dict[str, Any] = {"x": x}
+    for device in ("cpu", "cuda"):
+        if device == "cuda" and not cuda:
+            result["cuda"] = result["softmax_cuda"] = None
+            continue
+        t = torch.tensor(x, dtype=torch.float64, device=device)
+        result[device] = torch.exp(t).tolist()
+        result[f"softmax_{device}"] = torch.softmax(torch.tensor([0.0, -745.0], dtype=torch.float64, device=device), 0).tolist()
+    return result
+
+
+_SPARSEMAX_PROBE = """
+import sys, torch
+try:
+    import entmax
+except ImportError as err:
+    print(f"not run: {err}"); sys.exit()
+try:
+    out = entmax.sparsemax(torch.full((1, 4), float('-inf'), device=sys.argv[1]), dim=-1)
+    if sys.argv[1] == 'cuda':
+        torch.cuda.synchronize()
+    print(f"returns {out.tolist()}")
+except Exception as err:
+    print(f"raises {type(err).__name__}: {str(err).splitlines()[0]}")
+try:
+    torch.zeros(1, device=sys.argv[1]) + 1
+    if sys.argv[1] == 'cuda':
+        torch.cuda.synchronize()
+except Exception as err:
+    print(f"and the next call raises {type(err).__name__}: {str(err).splitlines()[0]}")
+"""
+
+
+def sparsemax_empty_row(cuda: bool) -> dict[str, Any]:
+    """The entmax package's sparsemax of a row of -inf, in a fresh process per device (a CUDA assert ends the context)."""
+    result: dict[str, Any] = {}
+    for device in ("cpu", "cuda"):
+        if device == "cuda" and not cuda:
+            result[device] = None
+            continue
+        run = subprocess.run([sys.executable, "-c", _SPARSEMAX_PROBE, device], capture_output=True, text=True, timeout=300)
+        lines = [line for line in run.stdout.splitlines() if line.strip()]
+        result[device] = "; ".join(lines) if lines else f"process ended with code {run.returncode}: {run.stderr[-200:]}"
+    return result
+
+
+def default_dispatch(shapes: tuple[tuple[int, ...], ...], device: str = "cuda") -> list[dict]:
+    """Which backend SDPA picks by itself for half precision with a bool mask, and what the empty rows get there."""
+    rows = []
+    for dtype in ("float16", "bfloat16"):
+        for shape in shapes:
+            B, H, L, S, D = shape
+            masks = {"bool [L,S]": torch.ones(L, S, dtype=torch.bool, device=device)}
+            masks["bool [L,S]"][3] = False
+            if B > 1:
+                pad = torch.ones(B, 1, 1, S, dtype=torch.bool, device=device)
+                pad[1] = False  # the second sequence is all padding: every one of its queries is empty
+                masks["bool key-padding [B,1,1,S]"] = pad
+            for kind, mask in masks.items():
+                q, k, v = backends._inputs(shape, dtype, device, grad=False)
+                unmasked, v_mean = backends._references(q, k, v)
+                empty = ~mask.expand(B, H, L, S).any(dim=-1)
+                record: dict[str, Any] = {"dtype": dtype, "shape": list(shape), "mask": kind,
+                                          "choice": int(torch._fused_sdp_choice(q, k, v, attn_mask=mask))}
+                q_, k_, v_ = (t.detach().requires_grad_(True) for t in (q, k, v))
+                record["choice with grad"] = int(torch._fused_sdp_choice(q_, k_, v_, attn_mask=mask))
+                for backend in ("default", "math", "efficient", "flash", "cudnn"):
+                    try:
+                        out = backends.run_sdpa(backend, q, k, v, attn_mask=mask)
+                    except RuntimeError:
+                        record[backend] = "unsupported"
+                        continue
+                    record[backend] = backends.describe_rows(out[empty], unmasked=unmasked[empty.cpu()],
+                                                             v_mean=v_mean.expand_as(unmasked)[empty.cpu()], dtype=dtype)
+                rows.append(record)
+    return rows
+
+
+def flash_vs_math(lengths: tuple[int, ...], tokens: int, heads: int, dim: int, runs: int) -> list[dict]:
+    """bf16 forward SDPA per backend: median time, TFLOP/s (4·B·H·L²·D) and peak memory beyond the inputs."""
+    rows = []
+    for L in lengths:
+        B = max(tokens // L, 1)
+        q, k, v = (torch.randn(B, heads, L, dim, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        choice = int(torch._fused_sdp_choice(q, k, v))
+        for backend in ("default", "math", "efficient", "flash", "cudnn"):
+            record: dict[str, Any] = {"L": L, "B": B, "H": heads, "D": dim, "backend": backend}
+            if backend == "default":
+                record["choice"] = choice
+            try:
+                backends.run_sdpa(backend, q, k, v)
+            except RuntimeError as err:
+                rows.append(record | {"extra_peak_MiB": None, "ms": None, "TFLOPs": None, "error": str(err).splitlines()[0]})
+                continue
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            backends.run_sdpa(backend, q, k, v)
+            torch.cuda.synchronize()
+            extra = (torch.cuda.max_memory_allocated() - base) / 2**20
+            ms = median_ms(lambda: backends.run_sdpa(backend, q, k, v), max(runs // 4, 3), "cuda", inner=10)
+            qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            kept = backends.run_sdpa(backend, qg, kg, vg)
+            torch.cuda.synchronize()
+            extra_grad = (torch.cuda.max_memory_allocated() - base) / 2**20
+            kept_grad = (torch.cuda.memory_allocated() - base) / 2**20
+            del kept, qg, kg, vg
+            rows.append(record | {"extra_peak_MiB": round(extra, 1), "ms": round(ms, 3),
+                                  "TFLOPs": round(4 * B * heads * L * L * dim / (ms * 1e-3) / 1e12, 1),
+                                  "extra_peak_MiB_grad": round(extra_grad, 1), "kept_MiB_grad": round(kept_grad, 1)})
+        del q, k, v
+        torch.cuda.empty_cache()
+    return rows
+
+
+def math_upcast(L: int, runs: int) -> dict[str, Any]:
+    """The math backend on bf16 inputs, with reduced-precision reductions off (the default) and on."""
+    q, k, v = (torch.randn(1, 16, L, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    result = {}
+    before = torch.backends.cuda.fp16_bf16_reduction_math_sdp_allowed()  # torch >= 2.5
+    try:
+        for allow in (False, True):
+            torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(allow)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            base = torch.cuda.memory_allocated()
+            backends.run_sdpa("math", q, k, v)
+            torch.cuda.synchronize()
+            extra = (torch.cuda.max_memory_allocated() - base) / 2**20
+            ms = median_ms(lambda: backends.run_sdpa("math", q, k, v), runs, "cuda")
+            result[f"allow_reduced={allow}"] = {"ms": round(ms, 2), "extra_peak_MiB": round(extra, 1)}
+    finally:
+        torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(before)
+    return result
+
+
+def lower_right_leaks(device: str = "cuda") -> list[dict]:
+    """How many queries see keys they must not, per backend, with ``causal_lower_right`` (the invariance test)."""
+    from torch.nn.attention.bias import causal_lower_right
+
+    rows = []
+    for dtype in DTYPES:
+        for L, S in ((8, 4), (64, 32), (4, 8)):
+            q, k, v = backends._inputs((1, 2, L, S, 16), dtype, device, grad=False)
+            mask = backends._lower_right(L, S).to(device)
+            with warnings.catch_warnings():  # "will produce NaNs when seq_len_q > seq_len_kv"
+                warnings.simplefilter("ignore")
+                bias = causal_lower_right(L, S)
+            for backend in ("default",) + backends.BACKENDS[device]:
+                attend = lambda q, k, v, _, b=backend: backends.run_sdpa(b, q, k, v, attn_mask=bias)  # noqa: E731
+                try:
+                    moved = backends.future_leaks(attend, q, k, v, mask)
+                except RuntimeError:
+                    moved = "unsupported"
+                rows.append({"dtype": dtype, "L": L, "S": S, "backend": backend, "queries that moved": moved,
+                             "queries": L, "queries with no key": int((~mask.any(dim=-1)).sum())})
+    return rows
+
+
+def math_memory_by_hand(L: int) -> dict[str, Any]:
+    """The math backend's extra memory beside the same steps written by hand in float32, with and without
+    ``torch._safe_softmax`` (the softmax that gives zeros for a row with no allowed key, torch >= 2.5)."""
+    q, k, v = (torch.randn(1, 16, L, 128, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+
+    def by_hand(softmax: Callable[..., torch.Tensor]) -> torch.Tensor:
+        q32, k32, v32 = q.float(), k.float(), v.float()
+        scores = q32 @ k32.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        return (softmax(scores, -1) @ v32).to(q.dtype)
+
+    steps = {"math backend": lambda: backends.run_sdpa("math", q, k, v),
+             "by hand, torch.softmax": lambda: by_hand(torch.softmax),
+             "by hand, torch._safe_softmax": lambda: by_hand(torch._safe_softmax)}
+    result = {}
+    for name, fn in steps.items():
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        fn()
+        torch.cuda.synchronize()
+        result[name] = round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
+    return {"L": L, "B": 1, "H": 16, "D": 128, "extra_peak_MiB": result}
+
+
+def softmax_passes(shapes: tuple[tuple[int, int], ...], device: str, runs: int) -> list[dict]:
+    """Softmax pass by pass on float32 matrices: median time and bytes moved (read + written) per second."""
+    rows = []
+    for shape in shapes:
+        x = torch.randn(*shape, device=device)
+        m = x.amax(dim=-1, keepdim=True)
+        e = (x - m).exp()
+        s = e.sum(dim=-1, keepdim=True)
+        n = x.numel() * 4
+
+        def naive() -> torch.Tensor:
+            e = (x - x.amax(dim=-1, keepdim=True)).exp()
+            return e / e.sum(dim=-1, keepdim=True)
+
+        passes = {
+            "clone (read + write)": (lambda: x.clone(), 2 * n),
+            "amax over rows (read)": (lambda: x.amax(dim=-1), n),
+            "x - m (read + write)": (lambda: x - m, 2 * n),
+            "exp (read + write)": (lambda: x.exp(), 2 * n),
+            "sum over rows (read)": (lambda: e.sum(dim=-1), n),
+            "e / s (read + write)": (lambda: e / s, 2 * n),
+            "naive 5-pass softmax": (naive, 8 * n),
+            "torch.softmax (fused, read + write)": (lambda: torch.softmax(x, dim=-1), 2 * n),
+        }
+        for name, (fn, nbytes) in passes.items():
+            ms = median_ms(fn, runs, device)
+            rows.append({"shape": list(shape), "pass": name, "ms": round(ms, 4), "GB_per_s": round(nbytes / (ms * 1e-3) / 1e9, 1)})
+    return rows
+
+
+def exp_bottleneck(n: int, repeats: int, matmul_size: int, runs: int) -> dict[str, Any]:
+    """exp2 per second on the special-function units (a Triton kernel), against a bf16 matrix product's FLOP/s."""
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def exp2_chain(x_ptr, y_ptr, n_elements, REPEATS: tl.constexpr, BLOCK: tl.constexpr):
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        inside = offsets < n_elements
+        x = tl.load(x_ptr + offsets, mask=inside)
+        for _ in range(REPEATS):  # x <- 2^-x: a contraction on [0, 1], so the chain stays bounded
+            x = tl.math.exp2(-x)
+        tl.store(y_ptr + offsets, x, mask=inside)
+
+    x = torch.rand(n, device="cuda")
+    y = torch.empty_like(x)
+    grid = (triton.cdiv(n, 1024),)
+    run = lambda: exp2_chain[grid](x, y, n, REPEATS=repeats, BLOCK=1024)  # noqa: E731
+    ms = median_ms(run, runs, "cuda")
+    exp_clock = _clock_while(run)
+    check = x[:4096].double()
+    for _ in range(repeats):
+        check = torch.exp2(-check)
+    exp_per_s = n * repeats / (ms * 1e-3)
+    a, b = (torch.randn(matmul_size, matmul_size, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    mm_ms = median_ms(lambda: a @ b, runs, "cuda")
+    mm_clock = _clock_while(lambda: a @ b)
+    flops = 2 * matmul_size**3 / (mm_ms * 1e-3)
+    props = torch.cuda.get_device_properties(0)
+    clock = _max_sm_clock_mhz()
+    return {
+        "exp2_T_per_s": round(exp_per_s / 1e12, 2),
+        "exp_result_ok": bool(torch.allclose(y[:4096].double(), check, rtol=1e-4, atol=1e-5)),
+        "bf16_matmul_TFLOPs": round(flops / 1e12, 1),
+        "matmul_over_exp": round(flops / exp_per_s, 1),
+        "sm_count": props.multi_processor_count,
+        "sm_clock_MHz": clock,
+        "per_SM_exp2_per_clock": None if clock is None else round(exp_per_s / props.multi_processor_count / (clock * 1e6), 2),
+        "sm_clock_MHz_during_exp": exp_clock,
+        "sm_clock_MHz_during_matmul": mm_clock,
+    }
+
+
+def _clock_while(fn: Callable[[], Any], calls: int = 200, samples: int = 9) -> float | None:
+    """The median SM clock (MHz, read through NVML) while `calls` queued calls of `fn` run on the GPU."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)
+    except Exception:  # no NVML: the clock is left out
+        return None
+    for _ in range(calls):
+        fn()
+    clocks = []
+    for _ in range(samples):  # the host reads the clock while the GPU works through the queue
+        time.sleep(0.005)
+        clocks.append(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    torch.cuda.synchronize()
+    return float(statistics.median(clocks))
+
+
+def _max_sm_clock_mhz() -> int | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        return int(pynvml.nvmlDeviceGetMaxClockInfo(pynvml.nvmlDeviceGetHandleByIndex(0), pynvml.NVML_CLOCK_SM))
+    except Exception:  # no NVML: the per-clock figure is left out
+        return None
+
+
+def measure(quick: bool = False, log: Callable[[str], None] = print) -> dict[str, Any]:
+    """Every measurement of the schema; the GPU ones only where CUDA is available."""
+    reason = no_cuda_reason()
+    cuda = reason is None
+    data: dict[str, Any] = {
+        "schema": SCHEMA,
+        "date": datetime.date.today().isoformat(),
+        "device": torch.cuda.get_device_name(0) if cuda else "cpu only",
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda if cuda else None,
+        "cudnn": torch.backends.cudnn.version() if cuda else None,
+    }
+
+    def part(name: str, fn: Callable[[], Any], gpu: bool = True) -> None:
+        if gpu and not cuda:
+            log(f"skipped {name}: {reason}")
+            data[name] = None
+            return
+        t0 = time.perf_counter()
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                data[name] = fn()
+        except Exception as err:  # keep the other parts; validate() then names the part that failed
+            log(f"FAILED {name}: {type(err).__name__}: {err}")
+            data[name] = {"error": f"{type(err).__name__}: {err}"}
+            return
+        log(f"{name}: {time.perf_counter() - t0:.1f} s")
+
+    runs = 3 if quick else 20
+    part("fully_masked_cpu", lambda: backends.fully_masked_table("cpu", DTYPES), gpu=False)
+    part("modules_cpu", lambda: backends.padded_modules_table("cpu"), gpu=False)
+    part("softmax16_cpu", lambda: softmax16("cpu"), gpu=False)
+    part("exp_float64", lambda: exp_float64(cuda), gpu=False)
+    part("sparsemax_empty_row", lambda: sparsemax_empty_row(cuda), gpu=False)
+    part("fully_masked_cuda", lambda: backends.fully_masked_table("cuda", DTYPES))
+    part("modules_cuda", lambda: backends.padded_modules_table("cuda"))
+    part("softmax16_cuda", lambda: softmax16("cuda"))
+    part("default_dispatch", lambda: default_dispatch(DISPATCH_SHAPES[:1] if quick else DISPATCH_SHAPES))
+    part("is_causal_alignment", lambda: [backends.is_causal_alignment(L, S, "cuda", b)
+                                         for L, S in ((4, 8), (8, 4)) for b in backends.BACKENDS["cuda"]])
+    part("grad_blocked", lambda: backends.grad_of_blocked("cuda", "float16"))
+    part("grad_blocked_guarded", lambda: backends.grad_of_blocked("cuda", "float16", guard=True))
+    part("grad_default", lambda: {dt: backends.grad_of_blocked("cuda", dt, ["default"])["default"] for dt in ("float16", "bfloat16")})
+    part("fill_overflow", lambda: [{"dtype": dt, "backend": b, "fill": fill, "row": backends.empty_row_with_fill("cuda", dt, b, fill)}
+                                   for dt in ("bfloat16", "float32") for b in ("math", "efficient", "cudnn") for fill in FILLS])
+    part("lower_right_leaks", lambda: lower_right_leaks("cuda"))
+    part("causal_lower_right", lambda: [backends.causal_lower_right_check(L, S, dt, "cuda", b)
+                                        for dt in DTYPES for L, S in LOWER_RIGHT_SHAPES
+                                        for b in ("default",) + backends.BACKENDS["cuda"]])
+    lengths = (512, 1024) if quick else (512, 1024, 2048, 4096, 8192, 16384)
+    part("flash_vs_math", lambda: flash_vs_math(lengths, tokens=2048 if quick else 16384, heads=16, dim=128, runs=runs))
+    part("math_upcast_L8192_B1_H16_D128", lambda: math_upcast(1024 if quick else 8192, runs))
+    part("math_memory_by_hand", lambda: math_memory_by_hand(1024 if quick else 8192))
+    part("softmax_passes", lambda: softmax_passes(((512, 4096),) if quick else PASS_SHAPES, "cuda", runs))
+    part("exp_bottleneck", lambda: exp_bottleneck(2**20 if quick else 2**26, 256, 2048 if quick else 8192, runs))
+    return {key: data[key] for key in (*HEADER, *FIELDS)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE / "gpu_results.json", help="where to write the JSON")
+    parser.add_argument("--quick", action="store_true", help="small sizes and few runs")
+    args = parser.parse_args(argv)
+    data = measure(quick=args.quick)
+    args.out.write_text(json.dumps(data, indent=1, allow_nan=False) + "\n")
+    print(f"wrote {args.out}")
+    validate(data, source=str(args.out))  # after writing, so that a failed part's error can be read there
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
