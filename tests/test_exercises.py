@@ -291,3 +291,19 @@ def test_without_its_own_hint_a_masked_input_gets_the_fully_masked_row_hint():
     )
     message = ex.evaluate(lambda x: np.full(x.shape, np.nan)).message
     assert "-inf - (-inf) = nan" in message and "subtract each row's own maximum first" not in message
+
+
+def test_a_wrong_batch_of_matrices_is_shown_by_its_first_differing_entry():
+    ex = FunctionExercise(
+        "xx", "q1", "batch", reference=lambda x: x * 2.0, starter=lambda x: None,
+        cases=[exercises.core.Case((np.ones((2, 3, 4)),))], wrong_answers={}, hints=["h"], solution="s",
+    )
+
+    def wrong(x):
+        out = x * 2.0
+        out[1, 2, 3] = 5.0
+        return out
+
+    message = ex.evaluate(wrong).message
+    assert "at index (1, 2, 3): 5.0 instead of 2.0" in message
+    assert "differs from the expected an array" not in message

@@ -221,3 +221,43 @@ def _normalized(e):
 def test_q3_every_plausible_wrong_answer_is_rejected(label, answer):
     verdict = EX.q3.evaluate(answer)
     assert verdict.status == "incorrect", label
+
+
+# --- issue 27: every clip limit and every shift that is wrong somewhere is rejected and named ------------
+
+
+@pytest.mark.parametrize("limit", [3001.0, 4000.0, 1e4, 1e5, 5e5])
+def test_q1_clipping_the_scores_at_any_limit_below_a_million_is_rejected(limit):
+    ex = exercises.load("01").q1
+    clipped = lambda x: ex.reference(np.clip(np.asarray(x), -limit, limit))  # noqa: E731
+    assert ex.evaluate(clipped).status == "incorrect"
+
+
+@pytest.mark.parametrize("c", [80.0, 85.0, 100.0, 710.0])
+def test_q1_shifting_by_the_maximum_minus_a_large_constant_is_rejected(c):
+    ex = exercises.load("01").q1
+
+    def shifted(x):
+        x = np.asarray(x)
+        e = np.exp(x - (x.max(axis=-1, keepdims=True) - c))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    assert ex.evaluate(shifted).status == "incorrect"
+
+
+def test_q1_shifting_by_the_maximum_minus_a_small_constant_is_still_right():
+    ex = exercises.load("01").q1
+
+    def shifted(x):
+        x = np.asarray(x)
+        e = np.exp(x - (x.max(axis=-1, keepdims=True) - 1.0))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    assert ex.evaluate(shifted).passed
+
+
+@pytest.mark.parametrize("limit", [1e4, 5e4, 1e5])
+def test_q3_clipping_x_over_t_at_a_large_limit_is_rejected(limit):
+    ex = exercises.load("01").q3
+    clipped = lambda x, t: ex.reference(np.clip(np.asarray(x) / t, -limit, limit), 1.0)  # noqa: E731
+    assert ex.evaluate(clipped).status == "incorrect"

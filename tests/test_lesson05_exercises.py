@@ -55,3 +55,39 @@ def test_q3_reference_is_the_entropy_of_uniform_causal_rows():
     mask = causal_mask(5)
     uniform = mask / mask.sum(axis=-1, keepdims=True)
     np.testing.assert_allclose(attention_entropy(uniform), EX.q3.reference, rtol=1e-15, atol=1e-15)
+
+
+# --- q2: lesson 02's shift family, on masked rows ----------------------------------------
+
+SHIFTS = [label for label in EX.q2.variants if label.startswith("shifting by")]
+
+
+@pytest.mark.parametrize("label", SHIFTS)
+def test_q2_each_wrong_shift_is_rejected_and_named_as_itself(label):
+    message = EX.q2.evaluate(EX.q2.variants[label]).message
+    assert message.startswith("✗ Not yet")
+    assert EX.q2.diagnose(EX.q2.variants[label]) == label
+    assert EX.q2.advice[label] in message
+
+
+def test_q2_the_shift_family_is_lesson_02s():
+    from course_utils.exercises.core import ROW_SHIFTS
+
+    for name in ROW_SHIFTS:
+        assert f"shifting by {name} instead of each row's own maximum" in EX.q2.variants
+
+
+def test_q2_a_maximum_over_blocked_keys_is_caught_by_a_dominant_blocked_score(capsys):
+    assert not EX.q2.check(EX.q2.variants["shifting by the row maximum over every key, the blocked ones too"])
+    out = capsys.readouterr().out
+    assert "800" in out and "allowed scores only" in out
+
+
+def test_q2_probes_include_rows_whose_largest_score_is_blocked():
+    blocked_max = [c for c in EX.q2.probes if not np.broadcast_to(c.args[1], np.shape(c.args[0])).all()]
+    assert len(blocked_max) >= 5, "the shift family must also be probed with masked rows"
+
+
+def test_q2_a_row_with_no_allowed_key_gets_its_own_nan_hint():
+    message = EX.q2.evaluate(EX.q2.wrong_answers["-inf with no care for a fully masked row"]).message
+    assert "no allowed key" in message and "Return zeros" in message

@@ -40,7 +40,7 @@ def test_each_wrong_variant_is_named_in_the_feedback(name, capsys):
     for label, wrong in ex.wrong_answers.items():
         assert not ex.check(wrong), label
         out = capsys.readouterr().out
-        assert "known mistake" in out or "changes when only" in out, (label, out)
+        assert "known mistake" in out or "changes when only" in out or "in place" in out, (label, out)
         assert "tensor of shape" in out and "[[" not in out, "the feedback names shapes, not contents"
 
 
@@ -108,7 +108,7 @@ def test_the_solutions_pass(capsys):
         "q1": lambda mha, x, lengths: mha(x, x, x, key_padding_mask=torch.arange(x.shape[1])[None, :] >= torch.as_tensor(lengths)[:, None])[0],
         "q2": lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype), dim=-1) @ v,
         "q3": lambda q, k, v: F.scaled_dot_product_attention(q, k, v, attn_mask=torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool).tril()),
-        "q4": lambda Q, K, V, mask: torch.softmax((Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(mask == 0, float("-inf")), dim=-1).nan_to_num(0.0) @ V,
+        "q4": lambda Q, K, V, mask=None: torch.softmax((Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(torch.zeros((), dtype=torch.bool) if mask is None else mask == 0, float("-inf")), dim=-1).nan_to_num(0.0) @ V,
     }
     for name, fix in fixes.items():
         assert getattr(EX, name).check(fix), capsys.readouterr().out
@@ -117,8 +117,11 @@ def test_the_solutions_pass(capsys):
 @pytest.mark.parametrize(("fill", "accepted"), [(-1e9, True), (torch.finfo(torch.float64).min, True), (-1e5, False), (-1e4, False)])
 def test_q4_a_finite_fill_with_the_empty_row_guard_passes_only_if_it_is_far_enough(fill, accepted, capsys):
     def fix(Q, K, V, mask=None):
-        scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(~mask, fill)
-        return torch.softmax(scores, dim=-1) * mask.any(dim=-1, keepdim=True) @ V
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+        if mask is None:
+            return torch.softmax(scores, dim=-1) @ V
+        # A finite fill never gives NaN, so here multiplying by has_key is a working guard.
+        return torch.softmax(scores.masked_fill(~mask, fill), dim=-1) * mask.any(dim=-1, keepdim=True) @ V
 
     assert EX.q4.check(fix) == accepted, capsys.readouterr().out
 
@@ -143,3 +146,85 @@ def test_q2_accepts_a_finite_fill_of_minus_1e4_with_the_right_polarity_on_its_or
         return torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(mask != 0, -1e4), dim=-1) @ v
 
     assert EX.q2.check(fix), capsys.readouterr().out
+
+
+# --- q2: masking after the softmax, then renormalizing ---------------------------------------
+
+
+def test_q2_a_future_score_dominates_in_one_case_so_renormalizing_after_gives_nan(capsys):
+    q, k, v = EX.q2.cases[-1].args
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    assert scores[0, 1:].max() - scores[0, 0] > 745  # e^-745 underflows to 0 in float64
+    renormalized = EX.q2.wrong_answers["masking after the softmax, then renormalizing"]
+    assert renormalized(q, k, v)[0].isnan().all()
+    assert not EX.q2.check(renormalized)
+    assert "renormalizing divides 0 by 0" in capsys.readouterr().out
+
+
+def test_q2_renormalizing_after_agrees_with_the_reference_on_the_order_one_cases():
+    renormalized = EX.q2.wrong_answers["masking after the softmax, then renormalizing"]
+    for case in EX.q2.cases[:-1]:
+        torch.testing.assert_close(renormalized(*case.args), EX.q2.reference(*case.args), rtol=1e-12, atol=1e-14)
+
+
+# --- q4: a guard that multiplies, mask=None, and the scale ------------------------------------
+
+
+def _learner_attention(guard):
+    """An answer as a learner writes it: -inf fill, then `guard` on the weights."""
+
+    def answer(Q, K, V, mask=None):
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+        if mask is not None:
+            scores = scores.masked_fill(mask == 0, float("-inf"))
+        weights = F.softmax(scores, dim=-1)
+        if mask is not None:
+            weights = guard(weights, mask.any(dim=-1, keepdim=True))
+        return weights @ V
+
+    return answer
+
+
+def test_q4_a_guard_that_multiplies_by_has_key_is_named_as_such(capsys):
+    assert not EX.q4.check(_learner_attention(lambda w, has_key: w * has_key.float()))
+    out = capsys.readouterr().out
+    assert "multiplying by `mask.any(-1, keepdim=True)`" in out and "NaN × 0 is NaN" in out
+
+
+def test_q4_an_answer_with_no_guard_is_not_told_it_multiplied(capsys):
+    assert not EX.q4.check(_learner_attention(lambda w, has_key: w))
+    out = capsys.readouterr().out
+    assert "without a working guard" in out and "'zeroing' them by multiplying" not in out
+
+
+def test_q4_a_guard_that_selects_passes(capsys):
+    assert EX.q4.check(_learner_attention(lambda w, has_key: torch.where(has_key, w, 0.0))), capsys.readouterr().out
+
+
+def test_q4_is_called_with_mask_none_and_an_answer_that_needs_a_mask_is_told(capsys):
+    def needs_a_mask(Q, K, V, mask=None):
+        scores = (Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))).masked_fill(~mask, float("-inf"))
+        return torch.softmax(scores, dim=-1).nan_to_num(0.0) @ V
+
+    assert any(len(c.args) == 4 and c.args[3] is None for c in EX.q4.cases)
+    assert not EX.q4.check(needs_a_mask)
+    out = capsys.readouterr().out
+    assert "raised TypeError" in out and "None)" in out
+
+
+def test_q4_scaling_by_the_square_root_of_d_v_is_rejected_and_named(capsys):
+    assert any(c.args[2].shape[-1] != c.args[0].shape[-1] for c in EX.q4.cases)
+    def by_d_v(Q, K, V, mask=None):
+        return _learner_attention(lambda w, has_key: w.nan_to_num(0.0))(Q * math.sqrt(Q.size(-1) / V.size(-1)), K, V, mask)
+
+    assert not EX.q4.check(by_d_v)
+    assert "√d_v" in capsys.readouterr().out
+
+
+def test_q4_an_answer_that_divides_the_callers_q_in_place_is_rejected(capsys):
+    def in_place(Q, K, V, mask=None):
+        Q /= math.sqrt(Q.size(-1))
+        return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=1.0)
+
+    assert not EX.q4.check(in_place)
+    assert "in place" in capsys.readouterr().out

@@ -8,8 +8,10 @@ import pytest
 import torch
 
 from course_utils import entmax15_backward, entmax_bisect, exercises, softmax_backward, sparsemax_backward
+from course_utils.exercises.lesson06b import _Q2_PROBE_SETUPS, _Q2_SETUPS
 
 EX = exercises.load("06b")
+CASES_AND_PROBES = list(zip(_Q2_SETUPS, EX.q2.cases)) + list(zip(_Q2_PROBE_SETUPS, EX.q2.probes))
 
 
 def test_q1_reference_is_where_the_row_turns_one_hot():
@@ -22,10 +24,10 @@ def test_q1_reference_is_where_the_row_turns_one_hot():
     assert np.count_nonzero(below) == 2
 
 
-@pytest.mark.parametrize("case", EX.q2.cases, ids=lambda c: f"alpha={c.args[2]}")
-def test_q2_reference_equals_autograd_through_the_entmax_package(case):
-    g, p, alpha = case.args
-    row = np.array([0.2, 1.4, -0.5, 0.9, 0.6])
+@pytest.mark.parametrize("setup,case", CASES_AND_PROBES, ids=lambda v: f"alpha={v.args[2]}, n={v.args[0].size}" if hasattr(v, "args") else "")
+def test_q2_reference_equals_autograd_through_the_entmax_package(setup, case):
+    row, alpha = setup
+    g, p, _ = case.args
     x = torch.from_numpy(row).requires_grad_(True)
     out = torch.softmax(x, -1) if alpha == 1.0 else entmax.entmax_bisect(x, alpha, dim=-1, n_iter=60)
     out.backward(torch.from_numpy(g))
@@ -36,11 +38,73 @@ def test_q2_reference_equals_autograd_through_the_entmax_package(case):
     "alpha,backward", [(1.0, softmax_backward), (1.5, entmax15_backward), (2.0, sparsemax_backward)], ids=["softmax", "entmax15", "sparsemax"]
 )
 def test_q2_reference_unifies_the_three_backward_passes_of_course_utils(alpha, backward):
-    case = next(c for c in EX.q2.cases if c.args[2] == alpha)
+    case = next(c for c in EX.q2.cases if c.args[2] == alpha)  # the first, on the five-key row
     g, p, _ = case.args
     np.testing.assert_allclose(EX.q2.reference(g, p, alpha), backward(g, p), atol=1e-14)
 
 
 def test_q2_cases_include_rows_with_exact_zeros_and_rows_without():
-    zeros = {case.args[2]: bool((case.args[1] == 0).any()) for case in EX.q2.cases}
+    zeros = {case.args[2]: bool((case.args[1] == 0).any()) for case in EX.q2.cases[:5]}
     assert zeros == {1.0: False, 1.3: False, 1.5: True, 1.8: True, 2.0: True}
+
+
+def test_q2_a_case_has_a_weight_that_is_tiny_but_positive():
+    tiny = [p[(p > 0) & (p < np.finfo(np.float64).eps)] for _, p, _ in (c.args for c in EX.q2.cases)]
+    assert any(t.size for t in tiny)
+
+
+SMALL = [1e-3, 1e-6, 1e-9, 1e-12, 1e-15, np.finfo(np.float64).eps]
+
+
+# The tiny weight is 9.8e-17, so its s = sqrt(p) is 1e-8 at alpha = 1.5: "s > 1e-9" keeps it, rightly.
+@pytest.mark.parametrize(
+    "how,eps",
+    [("p > eps", e) for e in SMALL] + [("p >= eps", e) for e in SMALL] + [("s > eps", 1e-3), ("s > eps", 1e-6), ("~isclose", None)],
+)
+def test_q2_a_support_test_against_a_small_number_instead_of_0_is_rejected_by_name(eps, how):
+    def answer(g, p, alpha):
+        s_all = np.where(p > 0, p ** (2.0 - alpha), 0.0)
+        if how == "~isclose":
+            keep = ~np.isclose(p, 0)
+        else:
+            keep = {"p > eps": p > eps, "p >= eps": p >= eps, "s > eps": s_all > eps}[how]
+        s = np.where(keep, np.where(keep, p, 1.0) ** (2.0 - alpha), 0.0)
+        return s * g - (s @ g) / s.sum() * s
+
+    message = EX.q2.evaluate(answer).message
+    assert "is tiny but positive" in message
+    # The family is named, never one cut-off that the answer did not use (once "p > 0.001" for p > 1e-12).
+    if "This is exactly what" in message:
+        assert "the support taken as p > a small number instead of p > 0" in message
+    assert "0.001" not in message and "1e-06" not in message
+
+
+def _torch_float32(g, p, alpha):
+    g, p = torch.tensor(g.tolist()), torch.tensor(p.tolist())  # lists: torch's default dtype, float32
+    s = torch.where(p > 0, p.clamp_min(1e-38) ** (2 - alpha), 0.0)
+    return s * g - (s @ g) / s.sum() * s
+
+
+def _numpy_float32(g, p, alpha):
+    g, p = g.astype(np.float32), p.astype(np.float32)
+    s = np.where(p > 0, np.where(p > 0, p, 1) ** np.float32(2 - alpha), 0).astype(np.float32)
+    return s * g - (s @ g) / s.sum() * s
+
+
+@pytest.mark.parametrize("answer", [_torch_float32, _numpy_float32], ids=["torch", "numpy"])
+def test_q2_a_float32_answer_is_told_it_is_float32_not_that_its_formula_is_wrong(answer):
+    assert answer(*EX.q2.cases[0].args).dtype in (np.float32, torch.float32)
+    message = EX.q2.evaluate(answer).message
+    assert "is float32" in message and "sums to" not in message and "differs from" not in message
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda g, p, a: (np.diag(s := np.where(p > 0, np.where(p > 0, p, 1.0) ** (2 - a), 0.0)) - np.outer(s, s) / s.sum()) @ g,
+        lambda g, p, a: (lambda s: s * (g - (s @ g) / s.sum()))(np.where(p > 0, np.abs(p) ** (2 - a), 0.0)),
+    ],
+    ids=["the full Jacobian", "factored"],
+)
+def test_q2_other_correct_float64_answers_pass(answer):
+    assert EX.q2.evaluate(answer).status == "correct"

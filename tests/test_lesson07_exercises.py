@@ -122,10 +122,69 @@ def test_q2_other_right_loops_are_accepted(answer):
     assert EX.q2.evaluate(answer).passed
 
 
+def _whole_matrix(q, k, v, block_q, block_k):
+    s = q @ k.T / math.sqrt(q.shape[1])
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return p / p.sum(axis=1, keepdims=True) @ v
+
+
 def test_q2_forming_the_whole_score_matrix_is_rejected_by_its_memory(capsys):
-    assert EX.q2.check(EX.q2.wrong_answers["computing the whole (L, S) score matrix at once"]).status == "incorrect"
+    assert EX.q2.check(_whole_matrix).status == "incorrect"
     out = capsys.readouterr().out
     assert "score matrix" in out and "MiB" in out and "never form" in out
+
+
+def _torch_sdpa(q, k, v, block_q, block_k):
+    return F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v))).numpy()
+
+
+def _torch_whole_matrix(q, k, v, block_q, block_k):  # returns a tensor
+    s = torch.as_tensor(q) @ torch.as_tensor(k).T / math.sqrt(q.shape[1])
+    return torch.softmax(s, dim=-1) @ torch.as_tensor(v)
+
+
+def _torch_operators_only(q, k, v, block_q, block_k):  # no torch function called by name but the constructor
+    s = torch.Tensor(q).double() @ torch.Tensor(k).double().T / math.sqrt(q.shape[1])
+    p = (s - s.max(dim=1, keepdim=True).values).exp()
+    return np.asarray(p / p.sum(dim=1, keepdim=True) @ torch.Tensor(v).double())
+
+
+def _torch_tiled(q, k, v, block_q, block_k):  # even a right tiled loop: tracemalloc could not measure it
+    q, k, v = (torch.from_numpy(a) for a in (q, k, v))
+    out = torch.empty(q.shape[0], v.shape[1], dtype=q.dtype)
+    for i0 in range(0, q.shape[0], block_q):
+        qi = q[i0 : i0 + block_q]
+        m = torch.full((qi.shape[0],), -math.inf, dtype=q.dtype)
+        ell, acc = torch.zeros_like(m), torch.zeros(qi.shape[0], v.shape[1], dtype=q.dtype)
+        for j0 in range(0, k.shape[0], block_k):
+            s = qi @ k[j0 : j0 + block_k].T / math.sqrt(q.shape[1])
+            m_new = torch.maximum(m, s.max(dim=1).values)
+            shift = torch.where(torch.isneginf(m_new), 0.0, m_new)
+            alpha, p = torch.exp(m - shift), torch.exp(s - shift[:, None])
+            ell, acc, m = alpha * ell + p.sum(dim=1), alpha[:, None] * acc + p @ v[j0 : j0 + block_k], m_new
+        out[i0 : i0 + block_q] = acc / ell[:, None]
+    return out.numpy()
+
+
+@pytest.mark.parametrize(
+    "answer", [_torch_sdpa, _torch_whole_matrix, _torch_operators_only, _torch_tiled],
+    ids=["F.scaled_dot_product_attention", "the whole matrix in torch", "torch tensors and operators", "a tiled loop in torch"],
+)
+def test_q2_an_answer_in_pytorch_is_refused_since_tracemalloc_cannot_see_its_memory(answer, capsys):
+    # tracemalloc sees NumPy's allocations, never PyTorch's: without this refusal these passed as "✓ Correct".
+    assert EX.q2.check(answer).status == "incorrect"
+    out = capsys.readouterr().out
+    assert "PyTorch" in out and "tracemalloc" in out and "NumPy" in out
+    assert "This is exactly what" not in out  # the output is right: no wrong formula to name
+
+
+def test_q2_the_pytorch_check_does_not_refuse_numpy_answers():
+    from course_utils.exercises.lesson07 import _torch_used
+
+    q, k, v, block_q, block_k = EX.q2.cases[-1].args
+    for answer in (_shown_solution(EX.q2, "flash_forward"), _fa1_order, _lazy, _whole_matrix):
+        assert _torch_used(answer, (q, k, v, block_q, block_k)) is None
+    assert _torch_used(_torch_sdpa, (q, k, v, block_q, block_k)) == "torch.from_numpy"
 
 
 @pytest.mark.parametrize(
@@ -199,3 +258,58 @@ def test_q3_each_near_miss_gets_its_own_explanation(label, capsys):
     assert EX.q3.check(EX.q3.wrong_answers[label]).status == "incorrect"
     out = capsys.readouterr().out
     assert "max abs diff" not in out  # a sentence about the mistake, not a bare distance
+
+
+def _tile_max_loop(q, k, v, block_q, block_k):
+    """Right in every way but one: one running maximum for the whole tile of queries."""
+    scale = 1 / math.sqrt(q.shape[1])
+    out = np.empty((q.shape[0], v.shape[1]))
+    with np.errstate(all="ignore"):
+        for i0 in range(0, q.shape[0], block_q):
+            i1 = min(i0 + block_q, q.shape[0])
+            m, ell, acc = -np.inf, np.zeros(i1 - i0), np.zeros((i1 - i0, v.shape[1]))
+            for j0 in range(0, k.shape[0], block_k):
+                s = q[i0:i1] @ k[j0:j0 + block_k].T * scale
+                m_new = max(m, s.max())
+                shift = 0.0 if m_new == -np.inf else m_new
+                alpha, p = np.exp(m - shift), np.exp(s - shift)
+                ell, acc, m = alpha * ell + p.sum(axis=1), alpha * acc + p @ v[j0:j0 + block_k], m_new
+            out[i0:i1] = acc / ell[:, None]
+    return out
+
+
+def test_q2_one_maximum_per_tile_instead_of_per_row_is_rejected_and_named(capsys):
+    assert EX.q2.check(_tile_max_loop).status == "incorrect"
+    out = capsys.readouterr().out
+    assert "s.max(axis=1)" in out and "-800" in out
+
+
+def _queries_only(q, k, v, block_q, block_k):
+    """Tiles the queries only: a full softmax over all keys per tile of queries, block_k ignored."""
+    out = np.empty((q.shape[0], v.shape[1]))
+    for i0 in range(0, q.shape[0], block_q):
+        s = q[i0:i0 + block_q] @ k.T
+        s *= 1 / math.sqrt(q.shape[1])  # in place: one (block_q, S) array alive, which passes block_q = 64
+        s -= s.max(axis=1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=1, keepdims=True)
+        out[i0:i0 + block_q] = s @ v
+        del s  # so that two (block_q, S) arrays never live at once
+    return out
+
+
+def test_q2_tiling_only_the_queries_is_rejected_on_the_case_with_block_q_equal_to_L(capsys):
+    assert EX.q2.check(_queries_only).status == "incorrect"
+    out = capsys.readouterr().out
+    assert "block_q = L = 400" in out and "tiling the queries is not enough" in out
+
+
+@pytest.mark.parametrize("answer", [67.1, 67, 67.11])
+def test_q3_mb_rounded_to_three_digits_still_gets_the_mb_explanation(answer, capsys):
+    assert EX.q3.check(answer).status == "incorrect"
+    assert "MB" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer", [64, 64.0, 64.1])
+def test_q3_sixty_four_is_accepted(answer):
+    assert EX.q3.check(answer).passed

@@ -79,6 +79,33 @@ def test_q1_generated_wrong_variants_are_rejected(label, answer, capsys):
     assert "on input" in rejected(EX.q1, answer, capsys)
 
 
+def test_q1_a_case_holds_weights_far_below_e_minus_12_yet_above_the_tolerance():
+    weights = [EX.q1.reference(*c.args) for c in EX.q1.cases]
+    tiny = [w[(w > 0) & (w < np.exp(-25.0))] for w in weights]
+    assert any((t > 2 * EX.q1.atol).any() for t in tiny), "a weight below e^-25 that the tolerance still sees"
+
+
+def test_q1_flooring_the_exponents_at_minus_12_is_rejected_and_named(capsys):
+    def floored(scores, lse):  # the answer that used to pass: small weights cut off at e^-12
+        x = scores - np.where(np.isneginf(lse), np.inf, lse)[..., None]
+        return np.where(x < -12, 0.0, np.exp(x))
+
+    out = rejected(EX.q1, floored, capsys)
+    assert "flushing to 0 every weight whose exponent s - lse is below -12" in out and "not 0" in out
+
+
+@pytest.mark.parametrize("floor", [-11.0, -12.0, -14.0, -18.0, -21.0, -24.0, -25.5])  # e^-25.5 is 8e-12: 8 atols
+@pytest.mark.parametrize("how", ["flushed", "floored"])
+def test_q1_small_weights_cut_off_at_any_floor_down_to_the_tolerance_are_rejected(floor, how, capsys):
+    def cut(scores, lse):
+        x = scores - np.where(np.isneginf(lse), np.inf, lse)[..., None]
+        if how == "flushed":
+            return np.where(x < floor, 0.0, np.exp(x))
+        return np.where(np.isneginf(x), 0.0, np.exp(np.maximum(x, floor)))
+
+    rejected(EX.q1, cut, capsys)
+
+
 def test_q1_fa3s_finite_replacement_is_accepted_too(capsys):
     # FlashAttention-3 keeps -inf and replaces it by 0 before recomputing: exp(-inf - 0) = 0.
     assert EX.q1.check(lambda s, lse: np.exp(s - np.where(np.isneginf(lse), 0.0, lse)[..., None]))
@@ -210,3 +237,44 @@ def test_q3_the_course_function_itself_passes(capsys):
     from course_utils import merge_attention_parts
 
     assert EX.q3.check(lambda outs, lses: merge_attention_parts(outs, lses)[0])
+
+
+@pytest.mark.parametrize("named,answer", [
+    ("you flushed small weights to 0",
+     lambda s, lse: np.where(s - np.where(np.isneginf(lse), np.inf, lse)[..., None] < -30, 0.0,
+                             np.exp(s - np.where(np.isneginf(lse), np.inf, lse)[..., None]))),
+    ("e^-700: you floored or clipped the exponent",
+     lambda s, lse: np.exp(np.clip(s - np.where(np.isneginf(lse), np.inf, lse)[..., None], -700, 0))),
+    ("you added 1e-13 to every weight", lambda s, lse: EX.q1.reference(s, lse) + 1e-13),
+])
+def test_q1_weights_that_are_not_exactly_0_where_and_only_where_the_reference_is_0_are_rejected(named, answer, capsys):
+    assert EX.q1.check(answer).status == "incorrect"
+    out = capsys.readouterr().out
+    assert "where the exact weight is" in out and named in out
+
+
+@pytest.mark.parametrize("exercise", ["q1", "q2", "q3"])
+def test_each_float32_answer_is_named(exercise, capsys):
+    ex = getattr(EX, exercise)
+
+    def in_float32(*args):
+        return ex.reference(*(a.astype(np.float32) if isinstance(a, np.ndarray) else a for a in args)).astype(np.float64)
+
+    assert ex.check(in_float32).status == "incorrect"
+    assert "float32" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("shift", [lambda z: z.max(), lambda z: z.mean(axis=-1, keepdims=True)], ids=["global max", "row mean"])
+def test_q3_one_maximum_over_all_rows_or_a_mean_shift_is_rejected_and_named(shift, capsys):
+    def merge(outputs, lses):
+        with np.errstate(all="ignore"):
+            z = np.moveaxis(lses, 0, -1)
+            c = np.asarray(shift(z))
+            w = np.exp(z - np.where(np.isfinite(c), c, 0.0))
+            total = w.sum(axis=-1, keepdims=True)
+            share = np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)
+            return (np.moveaxis(share, -1, 0)[..., None] * outputs).sum(axis=0)
+
+    assert EX.q3.check(merge).status == "incorrect"
+    out = capsys.readouterr().out
+    assert "instead of each row's own maximum" in out and "(chunks, queries)" in out

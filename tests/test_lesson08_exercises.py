@@ -135,3 +135,27 @@ def test_q3_a_transpose_that_fails_on_batches_names_the_input_by_its_shape(capsy
 
     out = rejected(EX.q3, plain_transpose, capsys)
     assert "an array of shape (2, 3, 5, 8)" in out and len(out) < 600
+
+
+def test_q2_a_float32_answer_is_told_it_is_float32():
+    ex = exercises.load("08").q2
+
+    def in_float32(a, b):
+        d = (a - b).astype(np.float32)
+        return np.array([d.mean(), d.std(ddof=1)])
+
+    message = ex.evaluate(in_float32).message
+    assert "float32" in message and "Not yet" in message
+
+
+def test_q3_an_epsilon_inside_the_square_root_is_rejected_with_advice_that_names_it():
+    ex = exercises.load("08").q3
+
+    def with_eps(q, k):
+        def norm(x):
+            return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + 1e-6)
+
+        return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
+
+    message = ex.evaluate(with_eps).message
+    assert "epsilon" in message and "no epsilon" in message

@@ -53,13 +53,68 @@ def _q1_near_misses():
 
 
 @pytest.mark.parametrize(
-    "label", ["shifting by the sink only (overflows for scores far above it)", "one maximum for the whole array, not one per row"]
+    "label",
+    [
+        "shifting by the sink only (overflows for scores far above it)",
+        "shifting by one maximum for the whole batch instead of each row's own maximum",
+    ],
 )
 def test_q1_rejects_shifts_that_are_right_on_moderate_rows_and_says_to_shift_each_row(label, capsys):
-    answer = EX.q1.wrong_answers[label]
+    answer = EX.q1.known_mistakes()[label]
     assert all(np.isfinite(answer(*c.args)).all() for c in EX.q1.cases[:3])  # a plausible answer: fine on small rows
     assert not EX.q1.check(answer)
     assert "in each row" in capsys.readouterr().out
+
+
+def _masked_safe(shift):
+    """A sink softmax shifted by `shift` of the row [x, s], falling back to s where that is not finite."""
+
+    def answer(x, sink):
+        padded = np.concatenate([x, np.full((*np.shape(x)[:-1], 1), sink)], axis=-1)
+        with np.errstate(invalid="ignore"):
+            m = shift(padded)
+        m = np.where(np.isfinite(m), m, sink)
+        e = np.exp(padded - m)
+        return e[..., :-1] / e.sum(axis=-1, keepdims=True)
+
+    return answer
+
+
+# The shifts the issue found accepted, each handling a fully masked row correctly, so that only a
+# case with scores far from the shift can catch it; and what the feedback must call each one.
+ISSUE_SHIFTS = {
+    "row mean": (lambda z: z.mean(-1, keepdims=True), "You shifted by the row mean"),
+    "row median": (lambda z: np.median(z, -1, keepdims=True), "You shifted by the row median"),
+    "max(|x|, |s|)": (lambda z: np.abs(z).max(-1, keepdims=True), "You shifted by the largest |score|"),
+}
+
+
+@pytest.mark.parametrize("name", ISSUE_SHIFTS)
+def test_q1_rejects_the_shifts_that_give_nan_within_the_promised_range_and_names_each(name, capsys):
+    shift, named = ISSUE_SHIFTS[name]
+    answer = _masked_safe(shift)
+    masked = next(c for c in EX.q1.cases if np.isneginf(c.args[0]).any())
+    assert np.array_equal(answer(*masked.args), EX.q1.reference(*masked.args))  # masked rows: right
+    assert not EX.q1.check(answer)
+    assert named in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["row mean", "row median"])
+def test_q1_the_issues_input_gives_nan_for_the_mean_and_the_median_and_is_a_probe(name):
+    x, s = np.array([1000.0, -1000.0]), 0.0
+    assert any(np.array_equal(c.args[0], x) and c.args[1] == s for c in EX.q1.probes)
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert np.isnan(_masked_safe(ISSUE_SHIFTS[name][0])(x, s)).any()
+    assert np.isfinite(EX.q1.reference(x, s)).all()
+
+
+def test_q1_declares_lesson_02s_whole_shift_family_and_names_the_sink_in_its_advice():
+    from course_utils.exercises.core import ROW_SHIFTS
+
+    for name in ROW_SHIFTS:
+        label = f"shifting by {name} instead of each row's own maximum"
+        assert label in EX.q1.variants
+        assert "max(max x, s)" in EX.q1.advice[label]
 
 
 def test_q1_names_the_property_a_renormalized_answer_breaks(capsys):
@@ -137,3 +192,26 @@ NEAR_MISSES = [("q1", label, f) for label, f in _q1_near_misses().items()] + [
 def test_the_function_checkers_reject_every_generated_near_miss(name, label, answer, capsys):
     assert not getattr(EX, name).check(answer)
     assert capsys.readouterr().out.startswith("✗ Not yet")
+
+
+@pytest.mark.parametrize("floor", [-30.0, -40.0])
+def test_q1_rejects_floored_exponents_that_leave_masked_keys_a_tiny_weight(floor, capsys):
+    answer = EX.q1.known_mistakes()[f"flooring the exponents at {floor:g}"]
+    assert np.allclose(answer(*EX.q1.cases[5].args), EX.q1.reference(*EX.q1.cases[5].args), atol=1e-12)  # close, yet not 0
+    assert not EX.q1.check(answer)
+    out = capsys.readouterr().out
+    assert "exactly 0" in out and f"flooring the exponents at {floor:g}" in out
+
+
+@pytest.mark.parametrize("q", ["q1", "q3"])
+def test_float32_answers_are_told_to_compute_in_float64(q, capsys):
+    ex = getattr(EX, q)
+    assert not ex.check(lambda x, s: ex.reference(np.asarray(x, np.float32), np.float32(s)).astype(np.float64))
+    assert "float32" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["the row mean", "the row median", "the row's first entry", "one maximum for the whole batch",
+                                  "nothing (the textbook formula)"])
+def test_q3_names_each_wrong_shift_as_itself(name):
+    label = f"shifting by {name} instead of each row's own maximum"
+    assert EX.q3.diagnose(EX.q3.known_mistakes()[label]) == label

@@ -16,6 +16,7 @@ sentence about it, not a traceback from ``course_utils``.
 from __future__ import annotations
 
 import copy
+import tracemalloc
 from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -29,6 +30,8 @@ __all__ = [
     "Property",
     "Run",
     "ChoiceExercise",
+    "float32_rounding",
+    "peak_memory",
     "CLIP_LIMITS",
     "ROW_SHIFTS",
     "ValueExercise",
@@ -158,6 +161,53 @@ def shift_invariant(run: Run) -> str | None:
     if shifted.shape != run.output.shape or not np.allclose(shifted, run.output, atol=1e-6, equal_nan=False):
         return "is not shift-invariant: adding 100 to every score changed the result"
     return None
+
+
+def float32_rounding(advice: str = "compute in float64 (the inputs are float64; astype(np.float32) or "
+                     "dtype=np.float32 along the way loses the digits)") -> Property:
+    """A property that names float32: a result that misses the reference only at float32's rounding level.
+
+    `advice` says where the float64 digits were lost, in the exercise's own terms. The property rejects
+    any result more than 1e-9 (relative) from the reference and within 1e-4 of it: use it only in
+    exercises whose answer must be float64, never where the tolerance admits float32.
+    """
+
+    def property_(run: Run) -> str | None:
+        out, expected = run.output, run.expected
+        # float32 rounds at up to 6e-8 relative: a result within 1e-9 of the reference is float64 (or a different
+        # mistake, such as a tiny added constant), one beyond 1e-4 is wrong for another reason.
+        if np.allclose(out, expected, rtol=1e-9, atol=1e-11) or not np.allclose(out, expected, rtol=1e-4, atol=1e-6):
+            return None
+        return f"agrees with the reference only to about 1e-7, the rounding of float32: {advice}"
+
+    return property_
+
+
+def peak_memory(function: Callable[..., Any], *args: Any) -> int | None:
+    """Bytes that `function(*args)` holds at once through Python's allocator, NumPy's arrays included.
+
+    PyTorch's tensors are allocated elsewhere and not counted. None if the function raises.
+
+    Examples
+    --------
+    >>> peak_memory(lambda n: np.ones((n, n)), 1000) >= 1000 * 1000 * 8
+    True
+    """
+    was_tracing = tracemalloc.is_tracing()
+    if not was_tracing:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    try:
+        with np.errstate(all="ignore"):
+            function(*copy.deepcopy(args))
+    except Exception:  # reported by the checker's own call
+        return None
+    finally:
+        peak = tracemalloc.get_traced_memory()[1] - base
+        if not was_tracing:
+            tracemalloc.stop()
+    return peak
 
 
 def _as_numbers(value: Any, what: str, *, allow_text: bool = False) -> np.ndarray:
@@ -531,10 +581,17 @@ class FunctionExercise(Exercise):
         return outputs
 
     def diagnose(self, answer: Callable[..., Any]) -> str | None:
-        """The label of the first known mistake that `answer` reproduces on every case, or None."""
+        """The label of the first known mistake that `answer` reproduces on every case, or None.
+
+        A "mistake" that gives the reference's result on every case (float16 on inputs it cannot change,
+        such as torch tensors) names nothing, and is skipped.
+        """
         mine = self._outputs(answer)
+        right = self._outputs(self.reference)
         for label, wrong in self.known_mistakes().items():
             theirs = self._outputs(wrong)
+            if all(a is not None and b is not None and _agree(a, b, self.rtol, self.atol) for a, b in zip(theirs, right)):
+                continue
             if all(
                 (a is None and b is None) or (a is not None and b is not None and _agree(a, b, self.rtol, self.atol))
                 for a, b in zip(mine, theirs)
@@ -585,6 +642,14 @@ class FunctionExercise(Exercise):
             if problem:
                 raise _Failed(f"on input {case.describe()} the result {problem} (max abs diff from the reference {max_diff:.2g})")
         if not _agree(out, expected, self.rtol, self.atol):
+            if out.ndim >= 3:  # too many numbers to print: point at the first entry that differs
+                with np.errstate(invalid="ignore"):
+                    close = np.isclose(out, expected, rtol=self.rtol, atol=self.atol) | (np.isnan(out) & np.isnan(expected))
+                where = tuple(int(i) for i in np.argwhere(~close)[0])
+                raise _Failed(
+                    f"on input {case.describe()} the result differs from the expected one at index {where}: "
+                    f"{describe(out[where])} instead of {describe(expected[where])} (max abs diff {max_diff:.2g})"
+                )
             shown, wanted = _distinct_renderings(out, expected)
             raise _Failed(
                 f"on input {case.describe()} the result {shown} differs from the "

@@ -74,6 +74,33 @@ def _q1_clipped(clip):
     return wrong
 
 
+#: Clip limits beyond core.CLIP_LIMITS that a learner might pick "large enough", each wrong on a case below.
+_WIDE_CLIPS = (3001.0, 1e4, 1e5)
+#: Shifts by (row max - c): harmless for a small c, but e^c times the row's length must fit the dtype.
+_MAX_MINUS = (80.0, 100.0, 710.0)
+
+
+def _wide_clip_variants(make):
+    return {f"clipping the scores to [-{c:g}, {c:g}]": make(lambda z, c=c: np.clip(z, -c, c)) for c in _WIDE_CLIPS}
+
+
+def _max_minus_variants() -> dict:
+    return {f"shifting by the row maximum minus {c:g}": _q1_shifted_by(lambda z, c=c: np.max(z, axis=-1, keepdims=True) - c)
+            for c in _MAX_MINUS}
+
+
+def _extra_advice(max_minus: bool) -> dict[str, str]:
+    """Feedback for the wide clips (and, for q1, the shifts by the maximum minus a constant)."""
+    advice = {f"clipping the scores to [-{c:g}, {c:g}]": (
+        f"You clipped the scores at {c:g}. Any limit ties scores beyond it: try [{2 * c:g}, {2 * c - 5:g}, 0]. "
+        "Subtract each row's maximum instead, which changes no gap.") for c in _WIDE_CLIPS}
+    if max_minus:
+        advice |= {f"shifting by the row maximum minus {c:g}": (
+            f"You shifted by the row maximum minus {c:g}, so the largest term is e^{c:g}, not 1. In float32 a row of "
+            "8192 equal scores then sums past float32's largest number: subtract the maximum itself.") for c in _MAX_MINUS}
+    return advice
+
+
 _Q1_SOLUTION = """
 ```python
 def stable_softmax(x):
@@ -128,6 +155,10 @@ def _q1() -> FunctionExercise:
             # Rows at very different scales: tiny gaps, gaps of thousands from the mean, all far below 0.
             Case((np.array([[1e-3, 0.0, 0.0], [3000.0, 0.0, -3000.0], [-2000.0, -2001.5, -2003.0]]),)),
             Case((np.array([[100.0, 0.0, -1.0], [1.0, 2.0, 3.0]], dtype=np.float32),)),  # float32's exp overflows at 88.7
+            Case((np.array([5000.0, 4995.0, 0.0]),)),  # a clip at any limit below 5000 ties the top two
+            Case((np.array([[1e6, 1e6 - 5.0, 0.0], [-1e6, 0.0, 5.0]]),)),  # and below a million
+            # 8192 equal float32 scores: a shift that leaves the largest term at e^80 sums past float32's range.
+            Case((np.zeros((2, 8192), dtype=np.float32) + np.array([[0.0], [50.0]], dtype=np.float32),)),
         ],
         # Tolerances: the reference computes in the input's dtype. A correct float64 answer differs
         # from it by a few units in the last place (1e-16 relative); a correct answer computed in
@@ -146,9 +177,10 @@ def _q1() -> FunctionExercise:
             "plain normalization x / sum(x)": _q1_plain_normalization,
             "modifying the input in place": _q1_in_place,
         },
-        variants={**shift_variants(_q1_shifted_by), **clip_variants(_q1_clipped)},
+        variants={**shift_variants(_q1_shifted_by), **clip_variants(_q1_clipped), **_wide_clip_variants(_q1_clipped),
+                  **_max_minus_variants()},
         probes=[Case((x,)) for x in _ROW_PROBES],
-        advice=shift_and_clip_advice(),
+        advice={**shift_and_clip_advice(), **_extra_advice(max_minus=True)},
         hints=[
             "Softmax does not change if you subtract the same number from every score in a row.",
             "Subtract each row's maximum: `x - x.max(axis=-1, keepdims=True)`. Then exponentiate and normalize.",
@@ -271,6 +303,8 @@ def _q3() -> FunctionExercise:
             Case((np.array([[1e-3, 0.0, 0.0], [30.0, 0.0, -30.0], [-20.0, -20.015, -20.03]]), 0.01)),
             Case((np.array([1000.0, 900.0, 0.0]), 100.0)),  # clipping the scores before dividing changes them
             Case((np.array([0.0, 0.0, 0.0, 30.0, 30.01]), 0.01)),  # two top scores far above the mean
+            Case((np.array([200.0, 199.95, 0.0]), 0.01)),  # x / T beyond 1e4: clipping there ties the top two
+            Case((np.array([2000.0, 1999.95, 0.0]), 0.01)),  # and beyond 1e5
         ],
         # Tolerances as in q1: float64 answers agree to 1e-16 relative. Unlike q1, the inputs are
         # float64, and casting them to float32 is wrong, not just less precise: it moves -20.015 and
@@ -286,9 +320,9 @@ def _q3() -> FunctionExercise:
             "one max for the whole batch instead of one per row": _q3_global_max,
             "dividing the probabilities, not the scores": _q3_divide_after,
         },
-        variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped)},
+        variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped), **_wide_clip_variants(_q3_clipped)},
         probes=[Case((x, t)) for x in _ROW_PROBES for t in (0.01, 1.0, 100.0)],
-        advice=shift_and_clip_advice(),
+        advice={**shift_and_clip_advice(), **_extra_advice(max_minus=False)},
         hints=[
             "Temperature divides the scores, not the probabilities.",
             "softmax(x / T) is still a softmax: reuse the stable recipe on x / T.",

@@ -173,12 +173,32 @@ length of the vectors, not the number of queries or keys.
 """
 
 
+#: Key lengths that are not perfect squares, from which each check draws fresh cases.
+_NON_SQUARE_DK = tuple(d for d in range(3, 257) if math.isqrt(d) ** 2 != d)
+
+
+class _FreshShapes(FunctionExercise):
+    """q3's checker: besides its fixed cases, every check draws two cases of new shapes, so that an answer
+    that special-cases the shapes it has seen before fails on the next check."""
+
+    def evaluate(self, answer):  # noqa: D102 - see FunctionExercise.evaluate
+        gen = np.random.default_rng()
+        fresh = [Case((gen.standard_normal((int(gen.integers(1, 6)), d)), gen.standard_normal((int(gen.integers(1, 6)), d))))
+                 for d in gen.choice(_NON_SQUARE_DK, size=2, replace=False)]
+        fixed = self.cases
+        self.cases = fixed + tuple(fresh)
+        try:
+            return super().evaluate(answer)
+        finally:
+            self.cases = fixed
+
+
 def _q3() -> FunctionExercise:
     gen = np.random.default_rng(3)
     # First case: 4 keys of length 4, so that forgetting the transpose still runs but gives other numbers.
     Q1 = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0]])
     K1 = np.array([[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 3.0, 0.0], [1.0, 0.0, 0.0, -1.0], [2.0, 2.0, 2.0, 2.0]])
-    return FunctionExercise(
+    return _FreshShapes(
         "03",
         "q3",
         "Scaled attention scores Q Kᵀ / √d_k",

@@ -10,8 +10,10 @@ from .core import (
     Case,
     Exercise,
     FunctionExercise,
+    Run,
     ValueExercise,
     clip_variants,
+    peak_memory,
     shift_and_clip_advice,
     shift_variants,
     starter,
@@ -65,6 +67,23 @@ def _q2_plain_mean(g: np.ndarray, p: np.ndarray) -> np.ndarray:
     return p * (g - g.mean(axis=-1, keepdims=True))
 
 
+def _q2_with_jacobian(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    rows = [(np.diag(pr) - np.outer(pr, pr)) @ gr for gr, pr in zip(np.atleast_2d(g), np.atleast_2d(p))]
+    return np.reshape(rows, np.shape(g))
+
+
+def _without_the_jacobian(run: Run) -> str | None:
+    """On a long row, the answer may not hold anything of the size of an n x n matrix."""
+    n = np.shape(run.case.args[0])[-1]
+    if n < 1000:
+        return None
+    peak = peak_memory(run.function, *run.case.args)
+    if peak is not None and peak >= n * n * 8 / 4:
+        return (f"is right, but on this row of {n} your function held {peak / 2**20:.1f} MiB at once, as an n x n "
+                f"Jacobian does ({n * n * 8 / 2**20:.1f} MiB): compute p * (g - <g, p>) from the vectors alone, in O(n)")
+    return None
+
+
 _Q2_SOLUTION = """
 ```python
 def softmax_vjp(g, p):
@@ -88,8 +107,12 @@ def _q2() -> FunctionExercise:
             Case((np.array([1.0, -2.0, 0.5]), softmax(np.array([2.0, 1.0, 0.1])))),
             Case((rng.normal(size=(3, 5)), p_batch)),
             Case((np.array([[3.0, 3.0, 3.0], [0.0, 1.0, 0.0]]), softmax(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 5.0]])))),
+            # A row of 2000: the Jacobian would be 2000 x 2000, 30.5 MiB, where the answer needs 16 kB.
+            Case((rng.normal(size=2000), softmax(rng.normal(size=2000)))),
         ],
+        properties=[_without_the_jacobian],
         wrong_answers={
+            "building the n x n Jacobian": _q2_with_jacobian,
             "forgetting to subtract <g, p>": _q2_no_subtraction,
             "forgetting the factor p": _q2_no_p_factor,
             "one sum over the whole batch": _q2_global_sum,

@@ -8,7 +8,18 @@ import numpy as np
 
 from ..attention import causal_mask, padding_mask
 from ..softmax import softmax
-from .core import Case, Exercise, FunctionExercise, Run, starter, ValueExercise
+from .core import (
+    Case,
+    Exercise,
+    FunctionExercise,
+    Run,
+    ValueExercise,
+    clip_variants,
+    shift_and_clip_advice,
+    shift_variants,
+    starter,
+)
+from .lesson01 import _ROW_PROBES
 
 
 # --- q1: a causal mask combined with a key-padding mask ----------------------------
@@ -32,6 +43,10 @@ def _q1_or(lengths: list[int], max_len: int) -> np.ndarray:
 
 def _q1_query_axis(lengths: list[int], max_len: int) -> np.ndarray:
     return _q1_causal(max_len)[None] & _q1_keys(lengths, max_len)[:, :, None]
+
+
+def _q1_pad_queries_too(lengths: list[int], max_len: int) -> np.ndarray:
+    return _q1_reference(lengths, max_len) & _q1_keys(lengths, max_len)[:, :, None]
 
 
 def _q1_inverted(lengths: list[int], max_len: int) -> np.ndarray:
@@ -104,10 +119,17 @@ def _q1() -> FunctionExercise:
         properties=[_no_later_keys, _no_padding_keys],
         wrong_answers={
             "| (either mask) instead of & (both masks)": _q1_or,
+            "pad query rows left empty as well (padding masked on both axes)": _q1_pad_queries_too,
             "the padding mask on the query axis instead of the key axis": _q1_query_axis,
             "the convention inverted (True = blocked)": _q1_inverted,
             "the transposed causal mask (later keys instead of earlier ones)": _q1_upper,
             "the padding mask without the new axis": _q1_no_new_axis,
+        },
+        advice={
+            "pad query rows left empty as well (padding masked on both axes)": (
+                "Masking the pad queries too leaves each pad row with no allowed key: a softmax turns such a row "
+                "into NaN (lesson 05b). Mask the keys only; the loss ignores the pad rows' outputs anyway."
+            ),
         },
         hints=[
             "Build the two masks separately: a causal (L, S) mask and a key-padding (B, S) mask, both True = may attend.",
@@ -159,6 +181,59 @@ def _q2_unstable(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return e / e.sum(axis=-1, keepdims=True)
 
 
+def _q2_shifted_by(shift):
+    """A masked softmax right in every step but one: it subtracts `shift(scores)`, not each row's allowed maximum."""
+
+    def wrong(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        scores = np.asarray(scores)
+        mask = np.broadcast_to(mask, scores.shape)
+        e = np.exp(np.where(mask, scores - shift(scores), -np.inf))
+        total = e.sum(axis=-1, keepdims=True)
+        return np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)
+
+    return wrong
+
+
+def _q2_shift_blocked_as_zero(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Right in every step but the shift: the maximum with the blocked scores set to 0, max(allowed maximum, 0)."""
+    scores = np.asarray(scores)
+    mask = np.broadcast_to(mask, scores.shape)
+    shift = np.where(mask, scores, 0.0).max(axis=-1, keepdims=True)
+    return _q2_shifted_by(lambda z: shift)(scores, mask)
+
+
+def _q2_clipped(clip):
+    def wrong(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        return _q2_reference(clip(np.asarray(scores)), mask)
+
+    return wrong
+
+
+#: The shift a masked softmax can get wrong on its own: the maximum over every key, the blocked ones too.
+_Q2_BLOCKED_MAX = "shifting by the row maximum over every key, the blocked ones too"
+#: The same slip with the blocked scores zeroed first (`np.where(mask, scores, 0)` or `scores * mask`).
+_Q2_BLOCKED_ZERO = "shifting by the row maximum with the blocked scores set to 0"
+
+
+def _q2_variants() -> dict:
+    return {
+        **shift_variants(_q2_shifted_by),
+        _Q2_BLOCKED_MAX: _q2_shifted_by(lambda z: np.max(z, axis=-1, keepdims=True)),
+        _Q2_BLOCKED_ZERO: _q2_shift_blocked_as_zero,
+        **clip_variants(_q2_clipped),
+    }
+
+
+def _q2_probes() -> list[Case]:
+    """Lesson 01's rows with every key allowed, then with the row's largest score blocked."""
+    probes = []
+    for x in _ROW_PROBES:
+        probes.append(Case((x, np.ones(x.shape, dtype=bool))))
+        if x.shape[-1] > 1:
+            probes.append(Case((x, x < x.max(axis=-1, keepdims=True))))
+    return probes + [Case((np.array([0.0, 1.0, 800.0]), np.array([True, True, False])))]
+
+
 def _allowed(run: Run) -> np.ndarray:
     return np.broadcast_to(np.asarray(run.case.args[1], dtype=bool), run.output.shape)
 
@@ -184,6 +259,20 @@ def _rows_sum_to_one_where_allowed(run: Run) -> str | None:
             "(1 where a row has an allowed key, 0 where it has none)"
         )
     return None
+
+
+def _q2_nonfinite(case: Case) -> str:
+    """What a nan or inf means: a row with no allowed key where the case has one, else an overflow."""
+    scores, mask = case.args
+    if not np.broadcast_to(mask, np.shape(scores)).any(axis=-1).all():
+        return (
+            "This input has a row with no allowed key: its maximum over the allowed scores is -inf and its "
+            "exponentials sum to 0, so -inf - (-inf) or 0/0 gives nan. Return zeros for such a row."
+        )
+    return (
+        "exp() overflowed, or every allowed exponential underflowed to 0 and 0/0 gave nan: subtract each "
+        "row's own maximum over its *allowed* scores first."
+    )
 
 
 _Q2_SOLUTION = """
@@ -221,9 +310,20 @@ def _q2() -> FunctionExercise:
             Case((np.array([[1000.0, 999.0, 0.0], [-3.0, 1000.0, 998.0]]), np.array([[True, False, True], [False, True, True]]))),
             Case((np.array([0.0, 1.0, 800.0]), np.array([True, True, False]))),
             Case((batch_scores, batch_mask)),
+            # Lesson 02's shift family, on masked rows: the mean, the median, the minimum or the first entry
+            # overflows on the first; one maximum for the batch (or per column, or a constant 1000)
+            # underflows the second row of the second.
+            Case((np.array([0.0, 1000.0, 2000.0, 5.0]), np.array([True, True, True, False]))),
+            Case((np.array([[1000.0, 999.0, 5.0], [0.0, -1.0, 3.0]]), np.array([[True, True, False], [True, True, False]]))),
+            # Every key allowed: each wrong shift fails on its own rows, so that the feedback can name it.
+            Case((np.array([[0.0, 0.0, 1000.0], [1000.0, 0.0, 0.0], [-1000.0, -999.0, 0.0], [-1000.0, 0.0, 0.0]]), np.True_)),
+            # Every allowed score far below 0, the blocked one above it: a maximum taken with the blocked
+            # scores set to 0 (`scores * mask`) is 0, and every allowed exponential underflows.
+            Case((np.array([-1000.0, -999.0, 5.0]), np.array([True, True, False]))),
             Case((np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), np.array([[True, True, False], [False, False, False]]))),
         ],
         properties=[_zero_where_masked, _rows_sum_to_one_where_allowed],
+        nonfinite_hint=_q2_nonfinite,
         wrong_answers={
             "masking after the softmax": _q2_mask_after,
             "masking after the softmax, then renormalizing": _q2_renormalize_after,
@@ -232,6 +332,26 @@ def _q2() -> FunctionExercise:
             "-inf with no care for a fully masked row": _q2_minus_inf_unguarded,
             "adding the bool mask to the scores as 1/0": _q2_added_as_numbers,
             "exponentiating without subtracting the maximum": _q2_unstable,
+        },
+        variants=_q2_variants(),
+        probes=_q2_probes(),
+        advice={
+            **shift_and_clip_advice(),
+            _Q2_BLOCKED_MAX: (
+                "You shifted by a maximum that includes blocked scores. A blocked score far above the allowed "
+                "ones makes every allowed exponential underflow to 0: try scores [0, 1, 800] with the 800 "
+                "blocked. Take the maximum over the allowed scores only."
+            ),
+            _Q2_BLOCKED_ZERO: (
+                "Zeroing the blocked scores (`np.where(mask, scores, 0)` or `scores * mask`) before the maximum gives "
+                "max(allowed maximum, 0): when every allowed score is far below 0, their exponentials underflow to "
+                "0. Try scores [-1000, -999, 5] with the 5 blocked. Set the blocked scores to -inf before taking "
+                "the maximum."
+            ),
+            "masking after the softmax, then renormalizing": (
+                "Equal on paper, but the first softmax normalized over every key: a blocked score of 800 makes "
+                "the allowed weights underflow to 0, and renormalizing divides 0 by 0. Mask before the softmax."
+            ),
         },
         hints=[
             "Mask *before* the softmax: replace every blocked score by -inf, e.g. with `np.where(mask, scores, -np.inf)`.",
@@ -259,6 +379,15 @@ def _q3() -> ValueExercise:
         reference=reference,
         atol=5e-3,  # two decimals are enough for a prediction
         wrong_answers={
+            "rounded to one decimal": (
+                np.round(reference, 1),
+                "right, to one decimal: give two decimals (such as 0.69), since the check allows 0.005.",
+            ),
+            "ln(i), with ln 0 taken as 0": (
+                np.log(np.maximum(visible - 1, 1)),
+                "off by one the other way: query i sees keys 0..i, that is i + 1 keys, not i. "
+                "Query 4 sees 5 keys, so its entropy is ln 5.",
+            ),
             "no mask": (
                 np.full(n, math.log(n)),
                 "that is full attention, where every query sees all 5 keys. With the causal mask, "

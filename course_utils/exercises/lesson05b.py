@@ -11,19 +11,28 @@ float64, so a correct answer agrees to rounding (rtol 1e-9, atol 1e-12); the
 invariance checks allow 1e-12, while every leak they exist to catch moves the
 protected outputs by 1e-3 or more.
 
+One mistake gives exactly another's output: in q4, zeroing the NaN rows by multiplying by
+``mask.any(-1)`` leaves them NaN (NaN × 0 is NaN), as no guard at all does. The checker then
+reruns the answer under a ``TorchFunctionMode`` that notices a product of NaN and 0, and names
+that guard. q2 has a case whose blocked (future) score
+dominates, where masking after the softmax and renormalizing gives 0/0; q4 has cases with
+``mask=None`` and with d_v != d_k.
+
 Fill values: q2 and q3 accept a finite fill such as -1e4 with the right polarity, since
-their scores are of order 1 and exp(fill - max) is then exactly 0 in float64; the weak
+their allowed scores are of order 1 and exp(fill - max) is then exactly 0 in float64; the weak
 fill is q4's subject, whose case with scores of size 1e6 rejects -1e5 and -1e4.
 """
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Callable, Mapping
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 from .core import Case, Exercise, FunctionExercise, Run, starter
 
@@ -67,11 +76,44 @@ def _named_mistakes(mistakes: Mapping[str, Callable[..., object]]) -> Callable[[
         if _same(run.output, run.expected):
             return None
         for explanation, wrong in mistakes.items():
-            if _same(run.output, _numpy(wrong(*run.case.args, **run.case.kwargs))):
+            try:
+                theirs = _numpy(wrong(*run.case.args, **run.case.kwargs))
+            except Exception:  # noqa: BLE001 - a mistake that cannot run on this case is not this answer
+                continue
+            if _same(run.output, theirs):
                 return f"matches a known mistake: {explanation}"
         return None
 
     return check
+
+
+def _leaves_inputs_unchanged(run: Run) -> str | None:
+    """Property: the answer does not change the caller's tensors in place (`Q /= ...`, `masked_fill_`)."""
+    args = copy.deepcopy(run.case.args)
+    try:
+        with torch.no_grad(), np.errstate(all="ignore"):
+            run.function(*args)
+    except Exception:  # noqa: BLE001 - the learner's error is reported elsewhere
+        return None
+    for before, after in zip(run.case.args, args):
+        if isinstance(before, torch.Tensor) and not torch.equal(before, after) and not bool(
+            (before.isnan() & after.isnan()).any() and torch.equal(before.nan_to_num(0.0), after.nan_to_num(0.0))
+        ):
+            return (
+                "changes the caller's tensor of shape "
+                f"{tuple(before.shape)} in place (`/=`, `masked_fill_` ...): compute new tensors, e.g. "
+                "`scores = scores / ...` or `scores.masked_fill(...)`, and leave the inputs as they were"
+            )
+    return None
+
+
+#: An answer right in every output that divides the caller's queries in place (`q /= math.sqrt(d)`).
+_IN_PLACE = "dividing the caller's queries in place (`q /= math.sqrt(d)`)"
+
+
+def _in_place(q, k, v, mask=None, **kwargs):
+    q /= math.sqrt(q.shape[-1])
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=1.0, **kwargs)
 
 
 def _perturbed(tensor: torch.Tensor, where: torch.Tensor, seed: int) -> torch.Tensor:
@@ -186,7 +228,7 @@ def _q1() -> FunctionExercise:
         reference=_q1_reference,
         starter=starter,
         cases=_q1_cases(),
-        early_properties=[_named_mistakes(_Q1_MISTAKES)],
+        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q1_MISTAKES)],
         properties=[_q1_pads_do_not_leak],
         wrong_answers={
             "the bug itself (True = real token as key_padding_mask)": _q1_buggy,
@@ -258,6 +300,11 @@ def _q2_after(q, k, v):
     return (torch.softmax(_scores(q, k), dim=-1) * (_square_mask(q) == 0)) @ v
 
 
+def _q2_after_renormalized(q, k, v):
+    kept = torch.softmax(_scores(q, k), dim=-1) * (_square_mask(q) == 0)
+    return kept / kept.sum(dim=-1, keepdim=True) @ v
+
+
 def _q2_bool_added(q, k, v):
     return torch.softmax(_scores(q, k) + (_square_mask(q) == 0).to(q.dtype), dim=-1) @ v
 
@@ -274,6 +321,8 @@ _Q2_MISTAKES = {
     "each query is hidden from itself: the diagonal belongs to the allowed part": _q2_no_diagonal,
     "each query sees one token ahead (tril with diagonal=1)": _q2_one_ahead,
     "masking after the softmax: the future still sits in the denominator": _q2_after,
+    "NaN where a future score is far above the allowed ones: their weights underflow to 0 in the first "
+    "softmax, and renormalizing divides 0 by 0 (equal on paper only)": _q2_after_renormalized,
     "the bool mask added as 1/0: it shifts scores, it blocks nothing": _q2_bool_added,
     "no mask at all": _q2_no_mask,
 }
@@ -316,6 +365,16 @@ def _qkv(gen: np.random.Generator, shape: tuple[int, ...], scale: float = 1.0) -
     return tuple(_t(gen.normal(scale=scale, size=shape)) for _ in range(3))
 
 
+def _dominant_future(gen: np.random.Generator) -> tuple[torch.Tensor, ...]:
+    """q, k, v of 4 tokens whose query 0 scores 800 against the future key 3, and about 0 against itself."""
+    q, k, v = _qkv(gen, (4, 4))
+    u = torch.tensor([1.0, 1.0, 1.0, 1.0], dtype=torch.float64) / 2.0  # a unit vector
+    q[0] = 40.0 * u  # q0 . k3 / sqrt(4) = 40 * 40 / 2 = 800
+    k[3] = 40.0 * u
+    k[0] = k[0] - (k[0] @ u) * u  # q0 . k0 = 0: the allowed score stays small
+    return q, k, v
+
+
 def _q2() -> FunctionExercise:
     gen = np.random.default_rng(52)
     return FunctionExercise(
@@ -324,8 +383,13 @@ def _q2() -> FunctionExercise:
         "Fix a causal mask from generate_square_subsequent_mask used with masked_fill",
         reference=_q2_reference,
         starter=starter,
-        cases=[_TorchCase(_qkv(gen, (4, 3))), _TorchCase(_qkv(gen, (2, 5, 4))), _TorchCase(_qkv(gen, (2, 2, 6, 4), scale=2.0))],
-        early_properties=[_named_mistakes(_Q2_MISTAKES)],
+        cases=[
+            _TorchCase(_qkv(gen, (4, 3))),
+            _TorchCase(_qkv(gen, (2, 5, 4))),
+            _TorchCase(_qkv(gen, (2, 2, 6, 4), scale=2.0)),
+            _TorchCase(_dominant_future(gen)),  # a blocked (future) score dominates: renormalizing gives 0/0
+        ],
+        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q2_MISTAKES)],
         properties=[_future_does_not_leak],
         wrong_answers={
             "the bug itself (mask == 0 filled)": _q2_buggy,
@@ -333,8 +397,10 @@ def _q2() -> FunctionExercise:
             "the diagonal blocked": _q2_no_diagonal,
             "one token ahead visible": _q2_one_ahead,
             "masking after the softmax": _q2_after,
+            "masking after the softmax, then renormalizing": _q2_after_renormalized,
             "a bool mask added as 1/0": _q2_bool_added,
             "no mask": _q2_no_mask,
+            _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
         },
         hints=[
             "Print `torch.nn.Transformer.generate_square_subsequent_mask(3)`. Which entries are 0, which -inf?",
@@ -443,7 +509,7 @@ def _q3() -> FunctionExercise:
         reference=_q3_reference,
         starter=starter,
         cases=[_TorchCase(_qkv(gen, (1, 2, 4, 4), scale=1.5)), _TorchCase(_qkv(gen, (2, 4, 5, 8), scale=1.5))],
-        early_properties=[_named_mistakes(_Q3_MISTAKES)],
+        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q3_MISTAKES)],
         properties=[_future_does_not_leak],
         wrong_answers={
             "the bug itself": _q3_buggy,
@@ -454,6 +520,7 @@ def _q3() -> FunctionExercise:
             "no scale": _q3_unscaled,
             "1/sqrt(heads)": _q3_heads_scale,
             "the transposed bool mask": _q3_inverted_bool,
+            _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
         },
         hints=[
             "There are two bugs: one in the scale, one in the mask.",
@@ -479,56 +546,168 @@ def seed_attention(Q, K, V, mask=None):
 '''
 
 
-def _q4_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+def _q4_reference(Q: torch.Tensor, K: torch.Tensor, V: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
     return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
 
 
-def _seed(Q, K, V, mask, fill=-1e9, d_k=None):
-    d_k = Q.size(-1) if d_k is None else d_k
-    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(d_k)
-    scores = scores.masked_fill(mask == 0, fill)
-    return torch.matmul(F.softmax(scores, dim=-1), V)
+def _d_k(Q, K, V):
+    return Q.size(-1)
 
 
-def _q4_seed_with_d_k(Q, K, V, mask):
-    return _seed(Q, K, V, mask)
+def _attention(Q, K, V, mask=None, *, fill=float("-inf"), length=_d_k, root=True, guard="select"):
+    """The seed's function with one choice made each way: the fill, what the scale divides by, the empty-row guard."""
+    scale = length(Q, K, V)
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / (math.sqrt(scale) if root else scale)
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, fill)
+    out = torch.matmul(F.softmax(scores, dim=-1), V)
+    if mask is not None:
+        has_key = mask.any(dim=-1, keepdim=True)
+        if guard == "select":
+            out = torch.where(has_key, out, 0.0)
+        elif guard == "multiply":
+            out = out * has_key
+    return out
 
 
-def _q4_weak_fill(Q, K, V, mask):
-    return _seed(Q, K, V, mask, fill=-1e5) * mask.any(dim=-1, keepdim=True)
+def _q4_seed_with_d_k(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, fill=-1e9, guard=None)
 
 
-def _q4_minus_inf(Q, K, V, mask):
-    return _seed(Q, K, V, mask, fill=float("-inf"))
+def _q4_weak_fill(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, fill=-1e5)
 
 
-def _q4_keys_as_d_k(Q, K, V, mask):
-    return _seed(Q, K, V, mask, d_k=K.size(-2)) * mask.any(dim=-1, keepdim=True)
+def _q4_minus_inf(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, guard=None)
 
 
-def _q4_polarity(Q, K, V, mask):
-    return _seed(Q, K, V, ~mask) * (~mask).any(dim=-1, keepdim=True)
+def _q4_multiply_guard(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, guard="multiply")
 
 
-def _q4_zero_weights_not_output(Q, K, V, mask):
+def _q4_keys_as_d_k(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, length=lambda Q, K, V: K.size(-2))
+
+
+def _q4_d_v(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, length=lambda Q, K, V: V.size(-1))
+
+
+def _q4_no_sqrt(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, root=False)
+
+
+def _q4_unscaled(Q, K, V, mask=None):
+    return _attention(Q, K, V, mask, length=lambda Q, K, V: 1)
+
+
+def _q4_polarity(Q, K, V, mask=None):
+    return _attention(Q, K, V, None if mask is None else ~mask)
+
+
+def _q4_zero_weights_not_output(Q, K, V, mask=None):
     scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(Q.size(-1))
-    weights = F.softmax(scores, dim=-1) * mask  # masked after the softmax, never renormalized
+    weights = F.softmax(scores, dim=-1)
+    if mask is not None:
+        weights = weights * mask  # masked after the softmax, never renormalized
     return torch.matmul(weights, V)
 
+
+_Q4_NAN_ROWS = "-inf with the rows that have no allowed key left NaN (no guard, or a guard that multiplies)"
+_Q4_MULTIPLIED = (
+    "the rows with no allowed key are NaN, and 'zeroing' them by multiplying by `mask.any(-1, keepdim=True)` "
+    "keeps them NaN, since NaN × 0 is NaN"
+)
 
 _Q4_MISTAKES = {
     "the seed's function with `d_k = Q.size(-1)`: right where a query has an allowed key, but a query with "
     "none gets uniform weights from the -1e9 fill, the average of all values, instead of zeros": _q4_seed_with_d_k,
-    "a fill of -1e5 is not far enough below scores of size 1e6: blocked keys win the softmax": _q4_weak_fill,
-    "-inf without a guard: a query with no allowed key gets NaN": _q4_minus_inf,
-    "d_k must be the length of the query and key vectors, Q.size(-1), not the number of keys": _q4_keys_as_d_k,
+    "a finite fill such as -1e5 or -1e4 is not far enough below scores of size 1e6: blocked keys win the "
+    "softmax": _q4_weak_fill,
+    "-inf without a working guard: a query with no allowed key gets NaN": _q4_minus_inf,
+    "d_k must be the length of the query and key vectors, Q.size(-1), not a number of tokens": _q4_keys_as_d_k,
+    "the scale is 1/d_k: the square root is missing": _q4_no_sqrt,
+    "no scale at all: the scores must be divided by √d_k = √Q.size(-1)": _q4_unscaled,
+    "the scale divides by √d_v, the length of the values; the scores are dot products of queries and keys, "
+    "so it is √d_k = √Q.size(-1)": _q4_d_v,
     "the mask polarity is inverted: True means *may attend* here": _q4_polarity,
     "masking after the softmax: the blocked keys keep their share of the denominator": _q4_zero_weights_not_output,
 }
 
+#: Scales a learner might divide the scores by: (what it divides by, the function of Q, K, V, with a square root?).
+_Q4_SCALES = {
+    "√d_v (the length of the values)": (lambda Q, K, V: V.size(-1), True),
+    "√(number of keys)": (lambda Q, K, V: K.size(-2), True),
+    "√(number of queries)": (lambda Q, K, V: Q.size(-2), True),
+    "d_k (no square root)": (_d_k, False),
+    "1 (no scale)": (lambda Q, K, V: 1, True),
+}
+
+
+def _q4_variants() -> dict[str, Callable[..., object]]:
+    """The seed's function fixed in every way but one: the scale, the fill or the empty-row guard."""
+    variants = {
+        f"dividing the scores by {name} instead of √d_k": (
+            lambda Q, K, V, mask=None, length=length, root=root: _attention(Q, K, V, mask, length=length, root=root)
+        )
+        for name, (length, root) in _Q4_SCALES.items()
+    }
+    for fill in (-1e4, -1e5):
+        variants[f"a fill of {fill:g} with the empty-row guard"] = (
+            lambda Q, K, V, mask=None, fill=fill: _attention(Q, K, V, mask, fill=fill)
+        )
+    for fill in (float("-inf"), -1e9):
+        variants[f"a fill of {fill:g} with no empty-row guard"] = (
+            lambda Q, K, V, mask=None, fill=fill: _attention(Q, K, V, mask, fill=fill, guard=None)
+        )
+    variants["a fill of -inf, the empty rows multiplied by has_key"] = _q4_multiply_guard
+    return variants
+
+
+class _NanTimesZero(TorchFunctionMode):
+    """Records whether any elementwise product multiplies a NaN by 0 while it is active."""
+
+    _PRODUCTS = {"mul", "mul_", "multiply", "__mul__", "__rmul__", "__imul__"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") in self._PRODUCTS and len(args) >= 2 and not self.seen:
+            try:
+                a, b = torch.as_tensor(args[0]), torch.as_tensor(args[1])
+                self.seen = bool(((a.isnan() & (b == 0)) | (b.isnan() & (a == 0))).any())
+            except (RuntimeError, TypeError):
+                pass
+        return out
+
+
+def _multiplies_nan_by_zero(function: Callable[..., object], case: Case) -> bool:
+    """Whether `function`, run on a copy of `case`, multiplies a NaN by 0 (a guard that keeps the NaN)."""
+    args = copy.deepcopy(case.args)
+    try:
+        with _NanTimesZero() as mode, np.errstate(all="ignore"):
+            function(*args)
+    except Exception:  # noqa: BLE001 - the learner's error is reported elsewhere
+        return False
+    return mode.seen
+
+
+def _q4_named_mistakes(run: Run) -> str | None:
+    """The known mistakes, and a guard that multiplies NaN rows by 0, which no output can tell from no guard."""
+    named = _named_mistakes(_Q4_MISTAKES)(run)
+    if named is not None and np.isnan(run.output).any() and _multiplies_nan_by_zero(run.function, run.case):
+        return f"matches a known mistake: {_Q4_MULTIPLIED}"
+    return named
+
 
 def _blocked_keys_do_not_leak(run: Run) -> str | None:
     """Invariance: new values for keys that no query may attend to must not change any output."""
+    if len(run.case.args) < 4 or run.case.args[3] is None:
+        return None
     Q, K, V, mask = run.case.args
     blocked_everywhere = ~mask.reshape(-1, mask.shape[-1]).any(dim=0)
     if not blocked_everywhere.any():
@@ -554,12 +733,15 @@ def seed_attention(Q, K, V, mask=None):
         attention_weights = attention_weights.nan_to_num(0.0)
     return torch.matmul(attention_weights, V)
 ```
-With `d_k` defined, the seed's -1e9 gives the right weights on every row with an allowed key;
-on a row with none it gives uniform weights, so that query's output is the average of all
-values, where torch's SDPA returns zeros. A fill of -inf removes blocked keys whatever the
-scores are, and the empty rows are then zeroed explicitly (here through `nan_to_num`; or select
-with `torch.where(mask.any(-1, keepdim=True), out, 0.0)`, never multiply: nan * 0 is nan). A far finite fill with the same guard is right too;
--1e5 or -1e4 is not, as the case with scores of size 1e6 shows.
+`d_k` is the length of the query and key vectors, `Q.size(-1)`: the scores are their dot
+products (not the values' length, nor the number of keys). With it defined, the seed's -1e9
+gives the right weights on every row with an allowed key; on a row with none it gives uniform
+weights, so that query's output is the average of all values, where torch's SDPA returns zeros.
+A fill of -inf removes blocked keys whatever the scores are, and the empty rows are then zeroed
+explicitly (here through `nan_to_num`; or select with `torch.where(mask.any(-1, keepdim=True),
+out, 0.0)`, never multiply: NaN × 0 is NaN). A far finite fill with the same guard is right
+too; -1e5 or -1e4 is not, as the case with scores of size 1e6 shows. Without a mask, the
+function is plain attention: keep every mask step under `if mask is not None`.
 """
 
 
@@ -575,10 +757,13 @@ def _q4_cases() -> list[Case]:
     q_big = 1000.0 * u + _t(gen.normal(size=(3, 4)))
     k_big = torch.cat([-1000.0 * u + _t(gen.normal(size=(2, 4))), _t(gen.normal(size=(2, 4)))])
     big = (q_big, k_big, _t(gen.normal(size=(4, 3))))
+    # Values of another length than the queries and keys (d_v != d_k), so that a scale by √d_v is wrong.
     return [
-        _TorchCase((*_qkv(gen, (4, 4)), causal)),
-        _TorchCase((*_qkv(gen, (2, 5, 3)), left)),
+        _TorchCase((_t(gen.normal(size=(4, 4))), _t(gen.normal(size=(4, 4))), _t(gen.normal(size=(4, 6))), causal)),
+        _TorchCase((_t(gen.normal(size=(2, 5, 3))), _t(gen.normal(size=(2, 5, 3))), _t(gen.normal(size=(2, 5, 2))), left)),
         _TorchCase((*big, torch.tensor([[True, True, False, False]] * 3))),
+        # mask=None, and 3 queries against 5 keys (L != S).
+        _TorchCase((_t(gen.normal(size=(2, 3, 3))), _t(gen.normal(size=(2, 5, 3))), _t(gen.normal(size=(2, 5, 5))), None)),
     ]
 
 
@@ -590,25 +775,48 @@ def _q4() -> FunctionExercise:
         reference=_q4_reference,
         starter=starter,
         cases=_q4_cases(),
-        early_properties=[_named_mistakes(_Q4_MISTAKES)],
+        early_properties=[_leaves_inputs_unchanged, _q4_named_mistakes],
         properties=[_blocked_keys_do_not_leak],
         wrong_answers={
             "the seed with d_k defined": _q4_seed_with_d_k,
             "a -1e5 fill": _q4_weak_fill,
-            "-inf unguarded": _q4_minus_inf,
+            _Q4_NAN_ROWS: _q4_minus_inf,
             "d_k from the number of keys": _q4_keys_as_d_k,
+            "d_k from the values, √d_v": _q4_d_v,
             "the polarity inverted": _q4_polarity,
             "masked after the softmax": _q4_zero_weights_not_output,
+            _IN_PLACE: _in_place,
+        },
+        variants=_q4_variants(),
+        advice={
+            _Q4_NAN_ROWS: (
+                "Zero those rows by selecting, `torch.where(has_key, out, 0.0)`, or with `nan_to_num(0.0)` on the "
+                "weights. Multiplying by has_key does not: NaN × 0 is NaN."
+            ),
+            "a fill of -inf, the empty rows multiplied by has_key": (
+                "NaN × 0 is NaN: select with `torch.where(has_key, out, 0.0)` instead of multiplying."
+            ),
+            **{
+                f"dividing the scores by {name} instead of √d_k": (
+                    "The scores are dot products of a query and a key, of length d_k = Q.size(-1): divide by "
+                    "math.sqrt(Q.size(-1))."
+                )
+                for name in _Q4_SCALES
+            },
         },
         hints=[
             "Run it first: what does Python say about `d_k`?",
             "With d_k defined, compare it with F.scaled_dot_product_attention on a row whose keys are all blocked.",
-            "Fill with -inf, then give a row with no allowed key zero weights (e.g. `nan_to_num(0.0)`).",
+            "Fill with -inf, then give a row with no allowed key zero weights by selecting, not multiplying "
+            "(e.g. `nan_to_num(0.0)`). Keep working when `mask` is None.",
         ],
         solution=_Q4_SOLUTION,
         rtol=_RTOL,
         atol=_ATOL,
-        nonfinite_hint="A NaN row is a query with no allowed key: -inf - (-inf) in the softmax. Give such rows zeros.",
+        nonfinite_hint=(
+            "A NaN row is a query with no allowed key: -inf - (-inf) in the softmax. Give such rows zeros by "
+            "selecting (`torch.where`, `nan_to_num`): multiplying keeps them NaN, since NaN × 0 is NaN."
+        ),
     )
 
 

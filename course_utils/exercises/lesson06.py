@@ -10,6 +10,8 @@ from .core import (
     Case,
     Exercise,
     FunctionExercise,
+    Run,
+    float32_rounding,
     non_negative,
     shift_invariant,
     starter,
@@ -82,6 +84,74 @@ def _q1_relu_normalization(x: np.ndarray) -> np.ndarray:
     return r / r.sum()
 
 
+def _q1_relu_first(x: np.ndarray) -> np.ndarray:
+    return sparsemax(np.maximum(x, 0))  # negative scores clipped to 0 before the projection
+
+
+def _q1_positive_support(x: np.ndarray) -> np.ndarray:
+    support = x > 0  # the positive scores taken as the support: none in an all-negative row
+    tau = (x[support].sum() - 1) / support.sum()
+    return np.maximum(x - tau, 0)
+
+
+def _q1_threshold_from_zero(x: np.ndarray) -> np.ndarray:
+    z, cumsum, k = _sorted_cumsum(x)
+    support = max(int(((1 + k * z > cumsum) & (z > 0)).sum()), 1)  # the test, and a score above 0
+    tau = (cumsum[support - 1] - 1) / support
+    return np.maximum(x - tau, 0)
+
+
+def _q1_uniform_without_positive_scores(x: np.ndarray) -> np.ndarray:
+    if (x <= 0).all():  # a special case for rows with no positive score, as if they had nothing to attend to
+        return np.full(x.shape, 1 / x.size)
+    return sparsemax(x)
+
+
+def _q1_floor(eps: float):
+    """Sparsemax with `eps` added to every weight, renormalized: every zero becomes a small positive weight."""
+
+    def floored(x: np.ndarray) -> np.ndarray:
+        p = sparsemax(x) + eps
+        return p / p.sum()
+
+    return floored
+
+
+def _q1_clip_at(eps: float):
+    """max(x - tau, eps) instead of max(x - tau, 0): the keys below tau keep a weight of eps."""
+
+    def clipped(x: np.ndarray) -> np.ndarray:
+        z, cumsum, k = _sorted_cumsum(x)
+        support = (1 + k * z > cumsum).sum()
+        return np.maximum(x - (cumsum[support - 1] - 1) / support, eps)
+
+    return clipped
+
+
+#: Below about 1e-9 (the checker's atol) every way of turning the zeros into small weights, added and
+#: renormalized or used as the clip, agrees with sparsemax on every entry, so with every other such
+#: answer too: the cases cannot tell them apart, and one label names the whole family.
+_Q1_TINY = "small weights instead of exact zeros (a tiny number added and renormalized, or used as the clip)"
+
+
+def _q1_not_exact(floors: tuple[float, ...], clips: tuple[float, ...]) -> dict:
+    """The answers that turn sparsemax's exact zeros into weights of 1e-6 or more, by label: the cases tell them apart."""
+    return {
+        **{f"sparsemax plus {eps:g} on every weight, renormalized": _q1_floor(eps) for eps in floors},
+        **{f"max(x - tau, {eps:g}) instead of max(x - tau, 0)": _q1_clip_at(eps) for eps in clips},
+    }
+
+
+def _q1_exact_zeros(run: Run) -> str | None:
+    """Property: where sparsemax gives exactly 0, so does the answer (-0.0 counts as 0; 1e-10 does not)."""
+    nonzero = (run.expected == 0) & (run.output != 0)
+    if not nonzero.any():
+        return None
+    largest = float(np.abs(run.output[nonzero]).max())
+    small = ": sparsemax's zeros are exact, not small" if largest < 1e-3 else ""
+    return f"gives weight {largest:.2g} to a key whose sparsemax weight is exactly 0{small}"
+
+
 def _q1_sorts_in_place(x: np.ndarray) -> np.ndarray:
     x[::-1].sort()  # sorts x descending, in place: the caller's array is scrambled
     cumsum, k = np.cumsum(x), np.arange(1, x.size + 1)
@@ -116,15 +186,29 @@ def _q1() -> FunctionExercise:
         reference=_q1_reference,
         starter=starter,
         cases=[
+            Case((np.array([1.0, 0.8, 0.5, -1.0]),)),  # first a row with an exact zero: that property speaks first
             Case((np.array([0.5, 0.0]),)),
-            Case((np.array([1.0, 0.8, 0.5, -1.0]),)),
             Case((np.array([2.0, 0.0, -1.0]),)),
             Case((np.array([-1.0, 0.5, 1.0, 0.8, -0.2]),)),
             Case((np.array([0.3, 0.3, 0.3]),)),
             Case((np.array([-0.9, -1.8, -1.1, 0.5, -0.9, -2.8]),)),
             Case((np.array([1000.0, 999.4, 0.0, 999.9]),)),
+            Case((np.array([-2.0, -1.3, -3.5, -1.1]),)),  # all negative: tau = -1.7, two keys in the support
         ],
-        properties=[non_negative, sums_to_one, shift_invariant],
+        probes=[
+            Case((np.array([-5.0, -5.5]),)),
+            Case((np.array([-0.2, -0.1, -0.4, -3.0, -0.3]),)),
+            Case((np.array([-1000.0, -999.5, -1001.0]),)),
+            Case((np.array([0.05, -0.5, -0.2]),)),
+        ],
+        properties=[
+            non_negative,
+            _q1_exact_zeros,
+            # After the exact zeros: sparsemax's zeros stay exact in float32, and the small-weight answers are named first.
+            float32_rounding("compute in float64: sort and sum the row as it comes (float64), without astype(np.float32) or dtype=np.float32"),
+            sums_to_one,
+            shift_invariant,
+        ],
         wrong_answers={
             "tau from all entries instead of the support": _q1_tau_from_all_entries,
             "no clipping at 0": _q1_no_clipping,
@@ -135,7 +219,37 @@ def _q1() -> FunctionExercise:
             "softmax with small weights dropped, renormalized": _q1_renormalized_softmax,
             "relu(x) / sum(relu(x))": _q1_relu_normalization,
             "sorting the input in place": _q1_sorts_in_place,
+            # Within the tolerance of every entry, but not exact: only the exact-zero property rejects it.
+            _Q1_TINY: _q1_floor(1e-10),
         },
+        variants={
+            "clipping the negative scores to 0 first": _q1_relu_first,
+            "taking the positive scores as the support": _q1_positive_support,
+            "requiring a positive score in the support test": _q1_threshold_from_zero,
+            "uniform weights for a row without a positive score": _q1_uniform_without_positive_scores,
+            **_q1_not_exact((1e-3, 1e-6), (1e-3, 1e-6)),
+        },
+        advice={
+            **dict.fromkeys(
+                (
+                    "clipping the negative scores to 0 first",
+                    "taking the positive scores as the support",
+                    "requiring a positive score in the support test",
+                    "uniform weights for a row without a positive score",
+                ),
+                "A score at or below 0 is a score like any other: sparsemax is shift-invariant, so [-2, -1.3, -3.5, -1.1] "
+                "gets the weights of that row plus 10. Clip only x - tau at 0, never the scores.",
+            ),
+            **dict.fromkeys(
+                (_Q1_TINY, *_q1_not_exact((1e-3, 1e-6), (1e-3, 1e-6))),
+                "A key at or below tau gets max(x - tau, 0) = 0 exactly. Adding a small number and renormalizing, "
+                "or clipping at a small number, turns every such zero into a weight that is not 0.",
+            ),
+        },
+        nonfinite_hint=(
+            "Sparsemax takes no exp, so nan or inf comes from a division: by a support size of 0, or by a sum of 0. "
+            "The support always holds the top score (k = 1 passes the test, 1 + z_(1) > z_(1)), even when every score is negative."
+        ),
         hints=[
             "Sort a copy of the row in descending order, z_(1) >= z_(2) >= ..., and take its cumulative sum.",
             "The support size is the number of k = 1, 2, ... with 1 + k z_(k) > z_(1) + ... + z_(k).",

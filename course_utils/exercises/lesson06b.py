@@ -56,7 +56,7 @@ def _q1() -> ValueExercise:
 
 
 def _q2_reference(g: np.ndarray, p: np.ndarray, alpha: float) -> np.ndarray:
-    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2.0 - alpha), 0.0)  # s = p^(2 - alpha) on the support
+    s = np.where(p > 0, p ** (2.0 - alpha), 0.0)  # s = p^(2 - alpha) on the support
     return s * g - (s @ g) / s.sum() * s
 
 
@@ -100,6 +100,56 @@ def _q2_unweighted(g, p, alpha):
     return s * g - (s @ g) / s.sum() * s
 
 
+def _q2_support_above(eps: float):
+    """The reference with the support taken as p > eps: keys with a tiny positive weight are dropped.
+
+    On the cases every eps from 1e-3 down to float64's machine epsilon drops the same key (weight
+    9.8e-17) and no other, so they are one mistake with one label: the family, not a value of eps.
+    """
+
+    def thresholded(g, p, alpha):
+        s = np.where(p > eps, np.where(p > eps, p, 1.0) ** (2.0 - alpha), 0.0)
+        return s * g - (s @ g) / s.sum() * s
+
+    return thresholded
+
+
+def _q2_float32(g, p, alpha):
+    g32, p32 = np.asarray(g, dtype=np.float32), np.asarray(p, dtype=np.float32)
+    s = np.where(p32 > 0, np.where(p32 > 0, p32, np.float32(1)) ** np.float32(2.0 - alpha), np.float32(0))
+    return s * g32 - (s @ g32) / s.sum() * s
+
+
+def _float32_only(run: Run) -> str | None:
+    """Property: an answer computed in float32 is told so, not blamed on its formula.
+
+    The result is float32 when every entry is a float32 number; it is blamed on float32 when it
+    also agrees with the reference to float32's precision but not to the checker's 1e-12.
+    """
+    out, expected = run.output, run.expected
+    if not np.array_equal(out, out.astype(np.float32).astype(np.float64)):
+        return None
+    if np.allclose(out, expected, rtol=1e-9, atol=1e-12) or not np.allclose(out, expected, rtol=1e-4, atol=1e-6):
+        return None
+    return (
+        "is float32: it agrees with J g to float32's precision (about 7 digits), and the checker asks for float64's "
+        "precision (1e-12). Your formula may well be right: compute in float64 (NumPy's default; torch.tensor(...) of a list is float32, "
+        "pass dtype=torch.float64)"
+    )
+
+
+def _tiny_weight_kept(run: Run) -> str | None:
+    """Property: a key whose weight is tiny but positive is in the support and gets its gradient."""
+    p = np.asarray(run.case.args[1])
+    dropped = (p > 0) & (run.expected != 0) & (run.output == 0)
+    if dropped.any():
+        return (
+            f"gives gradient exactly 0 to a key whose weight {p[dropped].min():.2g} is tiny but positive: "
+            "the support is every key with p > 0, however small"
+        )
+    return None
+
+
 def _sums_to_zero(run: Run) -> str | None:
     """Property: the gradient sums to 0 (the weights always sum to 1, so no gradient can move their sum)."""
     if abs(float(run.output.sum())) > 1e-9:
@@ -118,22 +168,50 @@ def _zero_off_support(run: Run) -> str | None:
 _Q2_SOLUTION = """
 ```python
 def entmax_backward_row(g, p, alpha):
-    s = np.where(p > 0, np.where(p > 0, p, 1.0) ** (2 - alpha), 0.0)   # s = p^(2 - alpha) on the support
-    return s * g - (s @ g) / s.sum() * s                                 # J g with J = Diag(s) - s s^T / sum(s)
+    s = np.where(p > 0, p ** (2 - alpha), 0.0)   # s = p^(2 - alpha) on the support, 0 off it
+    return s * g - (s @ g) / s.sum() * s          # J g with J = Diag(s) - s s^T / sum(s)
 ```
 With s = p the formula is softmax's backward pass (lesson 04), with s = sqrt(p) 1.5-entmax's,
 and with s the support's indicator sparsemax's. The `np.where` matters at alpha = 2: there
-p^0 would be 1 for every key, also for the keys outside the support.
+p^0 would be 1 for every key, also for the keys outside the support. The test is p > 0, not
+p > a small number: a weight of 1e-16 is still in the support.
 """
 
 
-def _q2() -> FunctionExercise:
-    gen = np.random.default_rng(62)
-    row = np.array([0.2, 1.4, -0.5, 0.9, 0.6])
+_Q2_ROW = np.array([0.2, 1.4, -0.5, 0.9, 0.6])
+
+#: (scores, alpha) of each case: the checker gets g, p = entmax(scores) and alpha. The last row's
+#: extra key sits just above 1.5-entmax's threshold: its weight is about 9.8e-17, below float64's
+#: machine epsilon (2.2e-16) and still positive, and its s = sqrt(p) about 1e-8.
+_Q2_SETUPS = [(_Q2_ROW, alpha) for alpha in (1.0, 1.5, 2.0, 1.3, 1.8)] + [
+    (np.append(_Q2_ROW, -0.12395771), 1.5),
+]
+
+#: Probes, for the tests: tiny positive weights at other alphas (about 6e-7, 1.2e-6 and 6.7e-13).
+_Q2_PROBE_SETUPS = [
+    (np.append(_Q2_ROW, -12.0), 1.0),
+    (np.append(_Q2_ROW, 0.476), 1.8),
+    (np.append(_Q2_ROW, 0.650000000001), 2.0),
+]
+
+
+#: One representative of the learners' small cut-offs (1e-3 ... machine epsilon, ~np.isclose(p, 0)):
+#: the cases cannot tell them apart, and the tests try the others.
+_Q2_SMALL_CUT = 1e-12
+_Q2_SMALL_LABEL = "the support taken as p > a small number instead of p > 0"
+
+
+def _q2_cases(setups, seed: int) -> list[Case]:
+    gen = np.random.default_rng(seed)
     cases = []
-    for alpha in (1.0, 1.5, 2.0, 1.3, 1.8):
+    for row, alpha in setups:
         p = softmax(row) if alpha == 1.0 else entmax_bisect(row, alpha)
         cases.append(Case((gen.normal(size=row.size), p, alpha)))
+    return cases
+
+
+def _q2() -> FunctionExercise:
+    cases = _q2_cases(_Q2_SETUPS, 62)
     return FunctionExercise(
         "06b",
         "q2",
@@ -141,7 +219,8 @@ def _q2() -> FunctionExercise:
         reference=_q2_reference,
         starter=starter,
         cases=cases,
-        properties=[_zero_off_support, _sums_to_zero],
+        probes=_q2_cases(_Q2_PROBE_SETUPS, 63),
+        properties=[_float32_only, _tiny_weight_kept, _zero_off_support, _sums_to_zero],
         wrong_answers={
             "softmax's form p g - (p . g) p for every alpha": _q2_softmax_form,
             "s = p^(alpha - 1)": _q2_wrong_power,
@@ -152,6 +231,19 @@ def _q2() -> FunctionExercise:
             "normalizing s to sum 1 before using it twice": _q2_normalized_s,
             "subtracting the p-weighted mean of g instead of the s-weighted one": _q2_mean_under_p,
         },
+        variants={
+            _Q2_SMALL_LABEL: _q2_support_above(_Q2_SMALL_CUT),
+            "the right formula computed in float32": _q2_float32,
+        },
+        advice={
+            _Q2_SMALL_LABEL: (
+                "However small the cut-off (1e-12, machine epsilon, np.isclose), a weight of 1e-16 falls below it, and it "
+                "is not 0: its s = p^(2 - alpha) is 1e-8 at alpha = 1.5, and at alpha = 2 it is 1. Test p > 0."
+            ),
+            "the right formula computed in float32": (
+                "Nothing is wrong with the formula; float32 keeps about 7 digits. Build your arrays in float64."
+            ),
+        },
         hints=[
             "J = Diag(s) - s s^T / sum(s), so J g = s * g - (s . g) / sum(s) * s.",
             "s = p^(2 - alpha) on the support and 0 off it: with alpha = 1 that is p, with alpha = 2 the indicator.",
@@ -159,7 +251,8 @@ def _q2() -> FunctionExercise:
         ],
         solution=_Q2_SOLUTION,
         # Tight on purpose: any float64 form of J g (the full matrix, masking after the power) agrees to
-        # about 1e-16, while the wrong answers above miss by 1e-2 or more. A float32 answer is not accepted.
+        # about 1e-16, while the wrong answers above miss by 1e-2 or more, and a dropped weight of 9.8e-17
+        # by about 1e-8. A float32 answer is not accepted, and is told so by its own message.
         atol=1e-12,
         rtol=1e-9,
     )

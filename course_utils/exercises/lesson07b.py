@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 
 from ..decoding import merge_attention_parts
 from ..tiled import tiled_attention
-from .core import Case, Exercise, FunctionExercise, Run, starter
+from .core import ROW_SHIFTS, Case, Exercise, FunctionExercise, Run, float32_rounding, shift_variants, starter
 
 # Tolerances of all three: the inputs are float64 and a correct answer differs from the reference
 # only by rounding (a few units in the 16th digit, whatever the order of the sums); rtol 1e-9 and
@@ -77,6 +79,68 @@ def _q1_uniform_for_masked_rows(scores, lse):
     return np.where(np.isneginf(lse)[..., None], 1.0 / scores.shape[-1], p)
 
 
+#: Where an answer might cut the exponent s - lse off: weights below e^-12 (6e-06) look negligible.
+_Q1_FLOORS = (-12.0, -16.0, -20.0, -25.0)
+
+
+def _q1_exponents(scores, lse):
+    return scores - np.where(np.isneginf(lse), np.inf, lse)[..., None]
+
+
+def _q1_floor_variants() -> dict:
+    """Each way to cut small weights off at each floor: flushed to 0, or floored, with or without care for -inf."""
+    variants = {}
+    for c in _Q1_FLOORS:
+        variants[f"flushing to 0 every weight whose exponent s - lse is below {c:g}"] = (
+            lambda s, lse, c=c: np.where(_q1_exponents(s, lse) < c, 0.0, np.exp(_q1_exponents(s, lse))))
+        variants[f"flooring the exponent s - lse at {c:g}, masked scores kept at 0"] = (
+            lambda s, lse, c=c: np.where(np.isneginf(s), 0.0, np.exp(np.maximum(_q1_exponents(s, lse), c))))
+        variants[f"flooring the exponent s - lse at {c:g}"] = (
+            lambda s, lse, c=c: np.exp(np.maximum(_q1_exponents(s, lse), c)))
+    return variants
+
+
+def _q1_exact_zeros(run: Run) -> str | None:
+    """Property: a weight is exactly 0 where, and only where, the reference's is (a masked score or an underflow).
+
+    Below the tolerance, a flush to 0, a floor or clip of the exponent, or an epsilon added to every weight
+    all agree with the reference, and with one another: this property names each by what it did.
+    """
+    out, ref = run.output, run.expected
+    extra = (ref == 0) & (out != 0)
+    if extra.any():
+        found = out[extra]
+        worst = found[np.argmax(np.abs(found))]
+        if worst <= 0:
+            how = ""
+        elif np.allclose(out - ref, worst, rtol=0, atol=worst / 100):
+            how = f" (you added {worst:.3g} to every weight)"
+        else:
+            how = f" (e^{np.log(worst):.0f}: you floored or clipped the exponent s - lse)"
+        return (f"has weight {worst:.3g} where the exact weight is 0 (a masked score, -inf){how}. "
+                "e^(-inf) is exactly 0: take np.exp of every exponent as it is, with nothing added or floored")
+    lost = (ref != 0) & (out == 0)
+    if lost.any():
+        return (f"has weight 0 where the exact weight is {ref[lost].max():.3g} = e^{np.log(ref[lost].max()):.0f} "
+                "(you flushed small weights to 0): a small weight is not 0; take np.exp of every exponent as it "
+                "is, and let it underflow on its own below about -745")
+    return None
+
+
+def _q1_floor_advice() -> dict:
+    advice = {}
+    for c in _Q1_FLOORS:
+        small = (f"A weight whose exponent is below {c:g} is small (under {np.exp(c):.1e}), not 0: only a masked "
+                 "score, -inf, gives exactly 0. Take np.exp of every exponent as it is; it underflows to 0 on "
+                 "its own, below about -745.")
+        advice[f"flushing to 0 every weight whose exponent s - lse is below {c:g}"] = small
+        advice[f"flooring the exponent s - lse at {c:g}, masked scores kept at 0"] = small
+        advice[f"flooring the exponent s - lse at {c:g}"] = (
+            f"A masked score is -inf, and its weight must be exactly 0, not e^{c:g}; small weights are not "
+            "raised to a floor either. Take np.exp of every exponent as it is.")
+    return advice
+
+
 def _q1_at_most_one(run: Run) -> str | None:
     if (run.output > 1 + 1e-12).any():
         return (f"has a weight of {run.output.max():.4g}, above 1: every weight is e^(s - lse) <= 1, "
@@ -106,13 +170,25 @@ def _q1_cases() -> list[Case]:
     batch_s = gen.normal(scale=2.0, size=(2, 3, 4, 7))
     batch_s[0, 1, 2] = -np.inf  # one fully masked row in the batch
     batch_s[1, :, :, 5] = -np.inf
+    # Tiny weights that are not 0: exponents s - lse of about -13.7, -17.7, -22.7 and -26.2 in the tile,
+    # below every floor in _Q1_FLOORS, and each weight still above the tolerance (the smallest is 4.3e-12).
+    far = np.array([[0.0, -35.0, -200.0, -700.0, -np.inf]])
+    tiny = np.array([[2.0, -11.0, -15.0, -20.0, -23.5, 1.5, 1.0], [0.5, -np.inf, -1.0, -np.inf, 0.0, 3.0, -np.inf]])
     return [
         Case((np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]]), np.array([3.0, 2.5]))),
         Case((scores[:, 3:6], lse)),
         Case((big[:, :3], _row_lse(big))),
         Case((batch_s[..., 2:6], _row_lse(batch_s))),
         Case((scores[1:4, 3:6], lse[1:4])),  # a square tile: the lse must run along the rows
+        Case((tiny[:, :5], _row_lse(tiny))),  # weights from 1e-6 down to 4e-12: small, never 0
+        # Weights e^-35, e^-200 and e^-700 (1e-304): below any tolerance, yet not 0, next to a masked score.
+        Case((far[:, 1:], _row_lse(far))),
     ]
+
+
+def _q1_probes() -> list[Case]:
+    row = np.array([[1.0, -10.5, -14.0, -18.5, -23.0, 0.5], [-np.inf, -np.inf, -np.inf, -np.inf, -np.inf, -np.inf]])
+    return [Case((row[:, 1:5], _row_lse(row)))]  # exponents of about -12.0 to -24.5, and an empty row
 
 
 _Q1_SOLUTION = """
@@ -139,7 +215,9 @@ def _q1() -> FunctionExercise:
         reference=_q1_reference,
         starter=starter,
         cases=_q1_cases(),
-        properties=[_q1_at_most_one],
+        probes=_q1_probes(),
+        properties=[_q1_at_most_one, _q1_exact_zeros,
+                    float32_rounding("compute in float64: np.exp of a float64 exponent keeps the digits")],
         wrong_answers={},
         variants={
             "exp(scores - lse) with lse = -inf left in place": _q1_plain,
@@ -150,6 +228,7 @@ def _q1() -> FunctionExercise:
             "adding the lse instead of subtracting it": _q1_plus,
             "the lse broadcast along the columns": _q1_lse_along_columns,
             "uniform weights for a fully masked row": _q1_uniform_for_masked_rows,
+            **_q1_floor_variants(),
         },
         advice={
             "exp(scores - lse) with lse = -inf left in place": (
@@ -174,6 +253,7 @@ def _q1() -> FunctionExercise:
             "uniform weights for a fully masked row": (
                 "A row with no allowed key has weight 0 on every key (its output is zeros, as SDPA returns), not 1/n."
             ),
+            **_q1_floor_advice(),
         },
         hints=[
             "The lse of a row is log(sum of e^s over all its allowed keys), so every weight of the row is e^(s - lse), "
@@ -267,6 +347,7 @@ def _q2() -> FunctionExercise:
         reference=_q2_reference,
         starter=starter,
         cases=_q2_cases(),
+        properties=[float32_rounding("compute in float64: every input is float64, and dS needs no cast")],
         wrong_answers={},
         variants={
             "D summed over this tile's keys only": _q2_tile_d,
@@ -367,6 +448,34 @@ def _q3_negated(outputs, lses):
     return _q3_reference(outputs, np.where(np.isneginf(lses), -np.inf, -lses))
 
 
+def _q3_shifted(shift):
+    """The merge with each query's chunk lses shifted by `shift` (a lesson 02 shift) instead of their maximum."""
+
+    def merge(outputs, lses):
+        z = np.moveaxis(lses, 0, -1)  # one row per query, one entry per chunk, as lesson 02's rows
+        with np.errstate(all="ignore"):
+            c = np.asarray(shift(z), dtype=float)
+            c = np.where(np.isfinite(c), c, 0.0)  # guarded for a row empty in every chunk
+            w = np.exp(z - c)
+            total = w.sum(axis=-1, keepdims=True)
+            share = np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)
+            return (np.moveaxis(share, -1, 0)[..., None] * outputs).sum(axis=0)
+
+    return merge
+
+
+def _q3_shift_advice() -> dict:
+    advice = {}
+    for label, name in zip(shift_variants(_q3_shifted), ROW_SHIFTS):
+        example = np.atleast_2d(np.array(json.loads(ROW_SHIFTS[name][1]))).T  # rows become queries: (chunks, queries)
+        advice[label] = (
+            f"You shifted by {name} (a row here is one query's lses across the chunks, lses[:, i]). Only each "
+            "query's own largest lse_s makes every exponent of that query <= 0 and its largest exactly 0: try "
+            f"{ROW_SHIFTS[name][1]}, that is lses = {example.astype(int).tolist()} (chunks, queries)."
+        )
+    return advice
+
+
 def _q3_nonfinite(case: Case) -> str:
     lses = np.asarray(case.args[1])
     if np.isneginf(lses).all(axis=0).any():
@@ -392,6 +501,10 @@ def _q3_cases() -> list[Case]:
         Case((outs, lses)),  # an empty chunk between two full ones
         Case((np.array([[[1.0, 0.0]], [[0.0, 1.0]], [[0.0, 0.0]]]), np.array([[800.0], [790.0], [-np.inf]]))),
         Case((np.array([[[2.0, -1.0], [0.3, 0.3]]]), np.array([[1.5, 0.2]]))),  # a single chunk: itself
+        # Two queries 1600 apart: one maximum over all rows leaves the second with weights e^-1600 = 0.
+        Case((np.array([[[1.0, 0.0], [0.5, 2.0]], [[0.0, 1.0], [-1.0, 0.5]]]), np.array([[800.0, -800.0], [799.0, -801.0]]))),
+        # A query whose two chunks are 1600 apart, the first the lower: a shift by their mean or first entry overflows.
+        Case((np.array([[[1.0, 0.0], [0.5, 2.0]], [[0.0, 1.0], [-1.0, 0.5]]]), np.array([[-800.0, 3.0], [800.0, 2.0]]))),
     ]
 
 
@@ -432,6 +545,7 @@ def _q3() -> FunctionExercise:
             "an empty chunk's lse read as 0": _q3_empty_as_zero,
             "normalizing over the rows instead of the chunks": _q3_wrong_axis,
             "weights e^(-lse_s)": _q3_negated,
+            **shift_variants(_q3_shifted),
         },
         advice={
             "the plain average of the chunks' outputs": (
@@ -451,7 +565,9 @@ def _q3() -> FunctionExercise:
             "an empty chunk's lse read as 0": (
                 "lse = 0 means a chunk of total mass e^0 = 1, not an empty one: an empty chunk's lse must stay -inf."
             ),
+            **_q3_shift_advice(),
         },
+        properties=[float32_rounding("compute in float64: the lses and outputs are float64, and the merge needs no cast")],
         hints=[
             "Chunk s holds the share e^(lse_s - lse) of the row's softmax mass, where lse = log(sum_s e^(lse_s)).",
             "Compute it as a stable softmax over the chunks (axis 0): subtract each row's largest lse_s, exponentiate, "

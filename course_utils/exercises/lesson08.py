@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, starter
+from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, float32_rounding, starter
 
 # --- q1: the Adam reparametrization -----------------------------------------------------
 
@@ -126,7 +126,7 @@ def _q2() -> FunctionExercise:
             Case((np.array([1.3, 0.9, 1.1, 1.0]), np.array([0.8, 0.85, 0.7, 0.95]))),
             Case((np.array([2.0, 3.0]), np.array([2.5, 2.0]))),
         ],
-        properties=[_finite_two_numbers],
+        properties=[_finite_two_numbers, float32_rounding()],
         wrong_answers={
             "ddof = 0": _q2_ddof0,
             "unpaired standard deviation": _q2_unpaired,
@@ -200,6 +200,16 @@ def _q3_std_ddof1(q, k):
     return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
 
 
+def _q3_epsilon(eps):
+    def wrong(q, k):
+        def norm(x):
+            return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+
+        return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
+
+    return wrong
+
+
 def _q3_mean_abs(q, k):
     def norm(x):
         return x / np.abs(x).mean(axis=-1, keepdims=True)
@@ -254,6 +264,14 @@ def _q3() -> FunctionExercise:
             "the standard deviation with ddof = 1": _q3_std_ddof1,
             "the mean absolute value": _q3_mean_abs,
         },
+        variants={f"an epsilon of {eps:g} inside the square root": _q3_epsilon(eps) for eps in (1e-6, 1e-4)},
+        advice={
+            f"an epsilon of {eps:g} inside the square root": (
+                f"You added {eps:g} inside the square root, as RMSNorm layers do against a row of zeros. It moves a row "
+                "of RMS r by about eps / (2 r²), and one test row has RMS about 0.01: divide by the RMS itself, no epsilon."
+            )
+            for eps in (1e-6, 1e-4)
+        },
         hints=[
             "The RMS of a row is sqrt(mean(x²)) over its d_k components; divide each row of q and of k by its own RMS (axis=-1, keepdims=True).",
             "After that every row has length sqrt(d_k). Then take the usual scaled scores: q̂ @ k̂ᵀ / sqrt(d_k), with np.swapaxes(k̂, -1, -2) for batched inputs.",
@@ -264,7 +282,9 @@ def _q3() -> FunctionExercise:
             "a division by zero: no test row is all zeros, so its RMS, sqrt(mean(x²)), is never 0, but the standard "
             "deviation of a constant row such as [1, 1, 1, 1] is. Divide by the RMS, not by the standard deviation."
         ),
-        # rtol 1e-6: an epsilon of up to about 1e-6 inside the square root (as in torch's RMSNorm) is accepted.
+        # rtol 1e-6 admits float32 answers. The exercise asks for the RMS itself: an epsilon inside the square root
+        # (as in RMSNorm layers) moves a row of RMS r by about eps / (2 r^2), 5e-3 for the row of RMS 0.01 at
+        # eps = 1e-6, and is rejected with advice that names it.
         rtol=1e-6,
         atol=1e-9,
     )

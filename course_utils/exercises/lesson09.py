@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import math
 
 import numpy as np
@@ -9,15 +10,21 @@ import numpy as np
 from ..softmax import softmax
 from ..variants import scalable_softmax, softmax_with_sink
 from .core import (
+    ROW_SHIFTS,
     Case,
     Exercise,
     FunctionExercise,
     Run,
+    describe,
+    ValueExercise,
+    clip_variants,
+    float32_rounding,
     non_negative,
+    shift_and_clip_advice,
     shift_invariant,
+    shift_variants,
     starter,
     sums_to_one,
-    ValueExercise,
 )
 
 
@@ -55,11 +62,6 @@ def _q1_shift_by_the_max_of_x_only(x, sink):
     return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
 
 
-def _q1_no_shift(x, sink):
-    e = np.exp(x)
-    return e / (np.exp(sink) + e.sum(axis=-1, keepdims=True))
-
-
 def _q1_minus_sink(x, sink):
     return softmax_with_sink(x, -sink)
 
@@ -89,11 +91,71 @@ def _q1_shift_by_the_sink_only(x, sink):
     return e / (1.0 + e.sum(axis=-1, keepdims=True))
 
 
-def _q1_one_max_for_the_whole_array(x, sink):
-    # np.max without an axis: a row far below the largest score underflows to 0/0.
-    m = max(np.max(x), sink)
-    e = np.exp(x - m)
-    return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
+def _padded(x, sink) -> np.ndarray:
+    """The row with the sink as one more score: [x_1, ..., x_n, s]."""
+    x = np.asarray(x, dtype=np.float64)
+    return np.concatenate([x, np.full((*x.shape[:-1], 1), float(sink))], axis=-1)
+
+
+def _q1_shifted_by(shift):
+    # The sink is one more score of the row, whose own maximum is max(max x, s). Each wrong answer
+    # of the family shifts the padded row by something else: no shift, its mean, its median, ...
+    # It handles masked rows as lesson 05 taught (a shift that is not finite falls back to the
+    # sink), so only the cases with large scores can catch it.
+    def wrong(x, sink):
+        padded = _padded(x, sink)
+        with np.errstate(invalid="ignore"):
+            m = shift(padded)
+        m = np.where(np.isfinite(m), m, padded[..., -1:])
+        e = np.exp(padded - m)
+        return e[..., :-1] / e.sum(axis=-1, keepdims=True)
+
+    return wrong
+
+
+def _q1_floored(floor):
+    # Exponents floored at `floor` (to dodge exp(-inf) or underflow): a masked key gets e^floor, not 0.
+    def wrong(x, sink):
+        x = np.asarray(x, dtype=np.float64)
+        m = np.maximum(np.max(x, axis=-1, keepdims=True), sink)
+        e = np.exp(np.maximum(x - m, floor))
+        return e / (np.exp(np.maximum(sink - m, floor)) + e.sum(axis=-1, keepdims=True))
+
+    return wrong
+
+
+_FLOORS = (-30.0, -40.0)
+
+
+def _exact_zeros(run: Run) -> str | None:
+    # A masked key (-inf) must get exactly 0, as the reference gives; 6e-14 passes atol but is not "nothing".
+    stray = (run.expected == 0) & (run.output != 0)
+    if stray.any():
+        return (
+            f"gives {describe(run.output[stray].max())} where the answer is exactly 0 (a masked key, or a score so far "
+            "below the maximum that exp underflows): exp(-inf) is exactly 0, so do not floor or clip the exponents"
+        )
+    return None
+
+
+def _q1_clipped(clip):
+    def wrong(x, sink):
+        return softmax_with_sink(clip(np.asarray(x, dtype=np.float64)), sink)
+
+    return wrong
+
+
+#: Beyond lesson 02's row shifts: the largest |score|, which keeps every exponent <= 0 but
+#: underflows a row far below 0 (and a masked row) to 0/0.
+_LARGEST_ABS = "shifting by the largest |score| of the row, max(|x|, |s|)"
+
+
+#: The inputs on which lesson 02's wrong shifts fail (core.ROW_SHIFTS names one for each), tried with s = 0.
+_ROW_SHIFT_EXAMPLES = sorted({example for _, example in ROW_SHIFTS.values()})
+
+_FLOAT32_ADVICE = "compute in float64 (the inputs are float64; a float32 array or np.float32 sink along the way loses the digits)"
+
+_SINK_IN_THE_ROW = " Here the sink is one more score of the row, so its maximum is m = max(max x, s); try that input with s = 0."
 
 
 def _below_one(run: Run) -> str | None:
@@ -149,22 +211,57 @@ def _q1() -> FunctionExercise:
             Case((np.array([[1.0, -np.inf], [-np.inf, -np.inf]]), 0.5)),
             # Rows 1000 apart: each needs its own shift, and e^{x - s} overflows in the first.
             Case((np.array([[1000.0, 999.0], [0.0, -1.0]]), 0.5)),
+            # Scores on both sides of the sink: the mean, the median, the minimum, the first entry
+            # and no shift at all overflow, in one row or the other.
+            Case((np.array([[1000.0, -1000.0], [-1000.0, 1000.0]]), 0.0)),
+            # Every score far below 0: shifting by max(|x|, |s|) or by a constant underflows to 0/0.
+            Case((np.array([-1000.0, -1001.0]), -1000.5)),
+            # The mean (-6) overflows where the median (980) does not: feedback names the right one.
+            Case((np.array([1000.0, 990.0, 980.0, -3000.0]), 0.0)),
         ],
-        properties=[non_negative, _below_one, _shift_with_the_sink],
+        properties=[non_negative, _exact_zeros, _below_one, _shift_with_the_sink, float32_rounding(_FLOAT32_ADVICE)],
         wrong_answers={
             "plain softmax, ignoring the sink": _q1_plain_softmax,
             "softmax₁ whatever the sink": _q1_softmax_one_whatever_the_sink,
             "s instead of e^s in the denominator": _q1_sink_not_exponentiated,
             "shifting the scores but not the sink": _q1_sink_not_shifted,
             "shifting by the max of x only (nan for a fully masked row)": _q1_shift_by_the_max_of_x_only,
-            "no shift at all": _q1_no_shift,
             "e^{-s} instead of e^s": _q1_minus_sink,
             "padding the sink column but dropping the first column": _q1_drops_the_first_column,
             "renormalizing the weights to sum to 1": _q1_renormalized,
             "keeping the sink's column in the result": _q1_keeps_the_sink_column,
             "normalizing along the first axis": _q1_first_axis,
             "shifting by the sink only (overflows for scores far above it)": _q1_shift_by_the_sink_only,
-            "one maximum for the whole array, not one per row": _q1_one_max_for_the_whole_array,
+        },
+        # Lesson 02's family of wrong shifts (no shift, the mean, the median, one maximum for the
+        # whole batch, ...) applied to the row with its sink, and its clipped scores.
+        variants={
+            **shift_variants(_q1_shifted_by),
+            _LARGEST_ABS: _q1_shifted_by(lambda z: np.max(np.abs(z), axis=-1, keepdims=True)),
+            **clip_variants(_q1_clipped),
+            **{f"flooring the exponents at {f:g}": _q1_floored(f) for f in _FLOORS},
+        },
+        probes=[Case((np.array([1000.0, -1000.0]), 0.0))]
+        + [Case((np.array(ast.literal_eval(example), dtype=np.float64), 0.0)) for example in _ROW_SHIFT_EXAMPLES]
+        + [
+            Case((np.array([-2000.0, -2001.0, -2002.0]), -2000.5)),
+            Case((np.array([[0.0, -1.0], [-np.inf, -np.inf]]), 1000.0)),
+            Case((np.array([[[1.0, 2.0], [1500.0, 0.0]], [[0.0, -1500.0], [7.0, 7.0]]]), -3.0)),
+            Case((np.array([5000.0, 4995.0]), 4990.0)),
+        ],
+        advice={
+            **{label: text + _SINK_IN_THE_ROW for label, text in shift_and_clip_advice().items()},
+            **{
+                f"flooring the exponents at {f:g}": (
+                    "You floored the exponents, so a masked key (score -inf), or one 1000 below the maximum, gets e^floor, about 1e-13 or 1e-18, not 0. "
+                    "exp(-inf) is exactly 0 and m = max(max x, s) is finite: no floor is needed."
+                )
+                for f in _FLOORS
+            },
+            _LARGEST_ABS: (
+                "You shifted by the largest |score|. That keeps every exponent <= 0, but a row far below 0 "
+                "(try x = [-1000, -1001], s = -1000.5) then underflows to 0/0: shift by m = max(max x, s)."
+            ),
         },
         hints=[
             "The sink is one more logit s in the denominator: e^{x_i} / (e^s + sum_j e^{x_j}). The numerators are the scores' own.",
@@ -174,13 +271,15 @@ def _q1() -> FunctionExercise:
         ],
         solution=_Q1_SOLUTION,
         # rtol 1e-9: any float64 order of summation passes; float32 (rel. error ~1e-7) does not.
-        # A fully masked row must give zeros: nan there means the shift ignored the sink.
+        # A fully masked row must give zeros: nan there means the shift ignored the sink. atol ~0: where the
+        # reference is 0 (exp(-inf), or underflow) the answer must be exactly 0, not a floored e^-40 ~ 4e-18.
         nonfinite_hint=(
-            "Large scores overflow exp() and a fully masked row gives exp(-inf - (-inf)) = nan: subtract, in each row, "
-            "m = max(max x, s), the larger of the row's maximum and the sink."
+            "exp() overflows for scores far above your shift, a row far below it underflows to 0/0, and a fully masked "
+            "row gives exp(-inf - (-inf)) = nan: subtract, in each row, m = max(max x, s), the larger of the row's "
+            "maximum and the sink."
         ),
         rtol=1e-9,
-        atol=1e-12,
+        atol=1e-300,
     )
 
 
@@ -269,9 +368,18 @@ def _q3_first_axis_length(x, s):
     return softmax(x * s * math.log(np.shape(x)[0]))
 
 
-def _q3_unshifted(x, s):
-    e = np.exp(x * s * math.log(np.shape(x)[-1]))
-    return e / e.sum(axis=-1, keepdims=True)
+def _q3_shifted_by(shift):
+    # Lesson 02's family of wrong shifts, applied to the scaled logits z = s log(n) x.
+    def wrong(x, s):
+        z = np.asarray(x, dtype=np.float64) * (s * math.log(np.shape(x)[-1]))
+        e = np.exp(z - shift(z))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return wrong
+
+
+_Q3_FLOAT32_ADVICE = "compute in float64 (the inputs are float64; a float32 array or np.float32(s) along the way loses the digits)"
+_Q3_SCALED = " Here the row to shift is the scaled logits z = s·log(n)·x; each input below uses s = 1/log n, so z = x."
 
 
 def _q3_sqrt_n(x, s):
@@ -303,8 +411,15 @@ def _q3() -> FunctionExercise:
             Case((np.array([[3.0, 0.0, 1.0, 0.0, -2.0], [0.0, 0.0, 0.0, 0.0, 1.0]]), 0.7)),
             Case((np.array([300.0, 299.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), 2.0)),
             Case((np.array([5.0]), 0.5)),
+            # s = 1/log n makes z = x: lesson 02's inputs for each wrong shift. Rows far apart catch one
+            # maximum for the whole batch, the first-axis maximum and a constant; the first row catches no
+            # shift but not the row mean; the third the mean and minimum but not the median or first entry.
+            Case((np.array([[1000.0, 999.0], [0.0, -1.0]]), 1 / math.log(2))),
+            Case((np.array([0.0, 1000.0, 2000.0]), 1 / math.log(3))),
+            Case((np.array([1000.0, 990.0, 980.0, -3000.0]), 1 / math.log(4))),
+            Case((np.array([0.0, 2000.0]), 1 / math.log(2))),
         ],
-        properties=[non_negative, sums_to_one, shift_invariant],
+        properties=[non_negative, sums_to_one, shift_invariant, float32_rounding(_Q3_FLOAT32_ADVICE)],
         wrong_answers={
             "plain softmax": _q3_plain_softmax,
             "s · n instead of s · log n": _q3_s_times_n,
@@ -314,9 +429,12 @@ def _q3() -> FunctionExercise:
             "log(n + 1)": _q3_n_plus_one,
             "the weights scaled after the softmax, not the logits before it": _q3_scaled_after,
             "n from the first axis": _q3_first_axis_length,
-            "no shift before exp": _q3_unshifted,
             "sqrt(n) instead of log n": _q3_sqrt_n,
         },
+        variants=shift_variants(_q3_shifted_by),
+        probes=[Case((np.array(ast.literal_eval(example), dtype=np.float64), 1 / math.log(np.shape(ast.literal_eval(example))[-1])))
+                for example in _ROW_SHIFT_EXAMPLES],
+        advice={label: text + _Q3_SCALED for label, text in shift_and_clip_advice().items() if label.startswith("shifting")},
         hints=[
             "n is the number of keys, the length of the last axis: x.shape[-1].",
             "Multiply every logit by s * log(n) (natural log), then take a stable softmax along the last axis.",
