@@ -1,4 +1,4 @@
-"""Exercises for lesson 09, softmax at the frontier: the sink softmax, sigmoid attention and Scalable-Softmax."""
+"""Exercises for lesson 09, beyond softmax (1): the sink softmax and sigmoid attention."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ..softmax import softmax
-from ..variants import scalable_softmax, softmax_with_sink
+from ..variants import softmax_with_sink
 from .core import (
     ROW_SHIFTS,
     Case,
@@ -327,125 +327,6 @@ def _q2() -> ValueExercise:
     )
 
 
-# --- q3: Scalable-Softmax --------------------------------------------------------------------
-
-
-def _q3_reference(x: np.ndarray, s: float) -> np.ndarray:
-    return scalable_softmax(x, s)
-
-
-def _q3_plain_softmax(x, s):
-    return softmax(x)
-
-
-def _q3_s_times_n(x, s):
-    return softmax(x * s * np.shape(x)[-1])
-
-
-def _q3_log_n_without_s(x, s):
-    return softmax(x * math.log(np.shape(x)[-1]))
-
-
-def _q3_divides(x, s):
-    n = np.shape(x)[-1]
-    return softmax(x / (s * math.log(n))) if n > 1 else softmax(x)
-
-
-def _q3_log2(x, s):
-    return softmax(x * s * math.log2(np.shape(x)[-1]))
-
-
-def _q3_n_plus_one(x, s):
-    return softmax(x * s * math.log(np.shape(x)[-1] + 1))
-
-
-def _q3_scaled_after(x, s):
-    # (A power of the softmax, renormalized, would be right: p_i^c is proportional to e^{c x_i}.)
-    return softmax(x) * (s * math.log(np.shape(x)[-1]))
-
-
-def _q3_first_axis_length(x, s):
-    return softmax(x * s * math.log(np.shape(x)[0]))
-
-
-def _q3_shifted_by(shift):
-    # Lesson 02's family of wrong shifts, applied to the scaled logits z = s log(n) x.
-    def wrong(x, s):
-        z = np.asarray(x, dtype=np.float64) * (s * math.log(np.shape(x)[-1]))
-        e = np.exp(z - shift(z))
-        return e / e.sum(axis=-1, keepdims=True)
-
-    return wrong
-
-
-_Q3_FLOAT32_ADVICE = "compute in float64 (the inputs are float64; a float32 array or np.float32(s) along the way loses the digits)"
-_Q3_SCALED = " Here the row to shift is the scaled logits z = s·log(n)·x; each input below uses s = 1/log n, so z = x."
-
-
-def _q3_sqrt_n(x, s):
-    return softmax(x * s * math.sqrt(np.shape(x)[-1]))
-
-
-_Q3_SOLUTION = """
-```python
-def ssmax(x, s):
-    n = x.shape[-1]                                  # the number of keys in each row
-    return course_utils.softmax(x * (s * np.log(n)), axis=-1)
-```
-Scalable-Softmax is a softmax of the logits multiplied by s·log n. At n = e^{1/s} the factor is 1
-and it equals softmax; for larger n it sharpens, by just enough that a fixed score gap keeps
-picking out one key (its weight is n^{s·a} / (n^{s·a} + n - 1) for a gap a over n - 1 equal keys).
-"""
-
-
-def _q3() -> FunctionExercise:
-    return FunctionExercise(
-        "09",
-        "q3",
-        "Implement Scalable-Softmax, softmax(s · log(n) · x) with n the length of the last axis",
-        reference=_q3_reference,
-        starter=starter,
-        cases=[
-            Case((np.array([2.0, 0.0, 0.0, 0.0]), 1.0)),
-            Case((np.array([1.0, -0.5, 0.25, 0.0, 2.0, -1.0, 0.5]), 0.4)),
-            Case((np.array([[3.0, 0.0, 1.0, 0.0, -2.0], [0.0, 0.0, 0.0, 0.0, 1.0]]), 0.7)),
-            Case((np.array([300.0, 299.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), 2.0)),
-            Case((np.array([5.0]), 0.5)),
-            # s = 1/log n makes z = x: lesson 02's inputs for each wrong shift. Rows far apart catch one
-            # maximum for the whole batch, the first-axis maximum and a constant; the first row catches no
-            # shift but not the row mean; the third the mean and minimum but not the median or first entry.
-            Case((np.array([[1000.0, 999.0], [0.0, -1.0]]), 1 / math.log(2))),
-            Case((np.array([0.0, 1000.0, 2000.0]), 1 / math.log(3))),
-            Case((np.array([1000.0, 990.0, 980.0, -3000.0]), 1 / math.log(4))),
-            Case((np.array([0.0, 2000.0]), 1 / math.log(2))),
-        ],
-        properties=[non_negative, sums_to_one, shift_invariant, float32_rounding(_Q3_FLOAT32_ADVICE)],
-        wrong_answers={
-            "plain softmax": _q3_plain_softmax,
-            "s · n instead of s · log n": _q3_s_times_n,
-            "log n without s": _q3_log_n_without_s,
-            "dividing by s · log n": _q3_divides,
-            "log base 2": _q3_log2,
-            "log(n + 1)": _q3_n_plus_one,
-            "the weights scaled after the softmax, not the logits before it": _q3_scaled_after,
-            "n from the first axis": _q3_first_axis_length,
-            "sqrt(n) instead of log n": _q3_sqrt_n,
-        },
-        variants=shift_variants(_q3_shifted_by),
-        probes=[Case((np.array(ast.literal_eval(example), dtype=np.float64), 1 / math.log(np.shape(ast.literal_eval(example))[-1])))
-                for example in _ROW_SHIFT_EXAMPLES],
-        advice={label: text + _Q3_SCALED for label, text in shift_and_clip_advice().items() if label.startswith("shifting")},
-        hints=[
-            "n is the number of keys, the length of the last axis: x.shape[-1].",
-            "Multiply every logit by s * log(n) (natural log), then take a stable softmax along the last axis.",
-            "course_utils.softmax is stable; with n = 1, log n = 0 and the single key gets weight 1.",
-        ],
-        solution=_Q3_SOLUTION,
-        rtol=1e-9,
-        atol=1e-12,
-    )
-
-
 def exercises() -> list[Exercise]:
     """Fresh instances of this lesson's exercises, in order."""
-    return [_q1(), _q2(), _q3()]
+    return [_q1(), _q2()]

@@ -1,0 +1,277 @@
+"""Exercises for lesson 09b, long context and logits that grow: Scalable-Softmax and soft-capping."""
+
+from __future__ import annotations
+
+import ast
+import math
+
+import numpy as np
+
+from ..softmax import softmax
+from ..variants import scalable_softmax, softcap
+from .core import (
+    ROW_SHIFTS,
+    Case,
+    Exercise,
+    FunctionExercise,
+    Run,
+    describe,
+    float32_rounding,
+    non_negative,
+    shift_and_clip_advice,
+    shift_invariant,
+    shift_variants,
+    starter,
+    sums_to_one,
+)
+
+#: The inputs on which lesson 02's wrong shifts fail (core.ROW_SHIFTS names one for each).
+_ROW_SHIFT_EXAMPLES = sorted({example for _, example in ROW_SHIFTS.values()})
+
+
+# --- q1: Scalable-Softmax (exercise 3 of lesson 09 before the split) ----------------------
+
+
+def _q1_reference(x: np.ndarray, s: float) -> np.ndarray:
+    return scalable_softmax(x, s)
+
+
+def _q1_plain_softmax(x, s):
+    return softmax(x)
+
+
+def _q1_s_times_n(x, s):
+    return softmax(x * s * np.shape(x)[-1])
+
+
+def _q1_log_n_without_s(x, s):
+    return softmax(x * math.log(np.shape(x)[-1]))
+
+
+def _q1_divides(x, s):
+    n = np.shape(x)[-1]
+    return softmax(x / (s * math.log(n))) if n > 1 else softmax(x)
+
+
+def _q1_log2(x, s):
+    return softmax(x * s * math.log2(np.shape(x)[-1]))
+
+
+def _q1_n_plus_one(x, s):
+    return softmax(x * s * math.log(np.shape(x)[-1] + 1))
+
+
+def _q1_scaled_after(x, s):
+    # (A power of the softmax, renormalized, would be right: p_i^c is proportional to e^{c x_i}.)
+    return softmax(x) * (s * math.log(np.shape(x)[-1]))
+
+
+def _q1_first_axis_length(x, s):
+    return softmax(x * s * math.log(np.shape(x)[0]))
+
+
+def _q1_shifted_by(shift):
+    # Lesson 02's family of wrong shifts, applied to the scaled logits z = s log(n) x.
+    def wrong(x, s):
+        z = np.asarray(x, dtype=np.float64) * (s * math.log(np.shape(x)[-1]))
+        e = np.exp(z - shift(z))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    return wrong
+
+
+_Q1_FLOAT32_ADVICE = "compute in float64 (the inputs are float64; a float32 array or np.float32(s) along the way loses the digits)"
+_Q1_SCALED = " Here the row to shift is the scaled logits z = s·log(n)·x; each input below uses s = 1/log n, so z = x."
+
+
+def _q1_sqrt_n(x, s):
+    return softmax(x * s * math.sqrt(np.shape(x)[-1]))
+
+
+_Q1_SOLUTION = """
+```python
+def ssmax(x, s):
+    n = x.shape[-1]                                  # the number of keys in each row
+    return course_utils.softmax(x * (s * np.log(n)), axis=-1)
+```
+Scalable-Softmax is a softmax of the logits multiplied by s·log n. At n = e^{1/s} the factor is 1
+and it equals softmax; for larger n it sharpens, by just enough that a fixed score gap keeps
+picking out one key (its weight is n^{s·a} / (n^{s·a} + n - 1) for a gap a over n - 1 equal keys).
+"""
+
+
+def _q1() -> FunctionExercise:
+    return FunctionExercise(
+        "09b",
+        "q1",
+        "Implement Scalable-Softmax, softmax(s · log(n) · x) with n the length of the last axis",
+        reference=_q1_reference,
+        starter=starter,
+        cases=[
+            Case((np.array([2.0, 0.0, 0.0, 0.0]), 1.0)),
+            Case((np.array([1.0, -0.5, 0.25, 0.0, 2.0, -1.0, 0.5]), 0.4)),
+            Case((np.array([[3.0, 0.0, 1.0, 0.0, -2.0], [0.0, 0.0, 0.0, 0.0, 1.0]]), 0.7)),
+            Case((np.array([300.0, 299.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]), 2.0)),
+            Case((np.array([5.0]), 0.5)),
+            # s = 1/log n makes z = x: lesson 02's inputs for each wrong shift. Rows far apart catch one
+            # maximum for the whole batch, the first-axis maximum and a constant; the first row catches no
+            # shift but not the row mean; the third the mean and minimum but not the median or first entry.
+            Case((np.array([[1000.0, 999.0], [0.0, -1.0]]), 1 / math.log(2))),
+            Case((np.array([0.0, 1000.0, 2000.0]), 1 / math.log(3))),
+            Case((np.array([1000.0, 990.0, 980.0, -3000.0]), 1 / math.log(4))),
+            Case((np.array([0.0, 2000.0]), 1 / math.log(2))),
+        ],
+        properties=[non_negative, sums_to_one, shift_invariant, float32_rounding(_Q1_FLOAT32_ADVICE)],
+        wrong_answers={
+            "plain softmax": _q1_plain_softmax,
+            "s · n instead of s · log n": _q1_s_times_n,
+            "log n without s": _q1_log_n_without_s,
+            "dividing by s · log n": _q1_divides,
+            "log base 2": _q1_log2,
+            "log(n + 1)": _q1_n_plus_one,
+            "the weights scaled after the softmax, not the logits before it": _q1_scaled_after,
+            "n from the first axis": _q1_first_axis_length,
+            "sqrt(n) instead of log n": _q1_sqrt_n,
+        },
+        variants=shift_variants(_q1_shifted_by),
+        probes=[Case((np.array(ast.literal_eval(example), dtype=np.float64), 1 / math.log(np.shape(ast.literal_eval(example))[-1])))
+                for example in _ROW_SHIFT_EXAMPLES],
+        advice={label: text + _Q1_SCALED for label, text in shift_and_clip_advice().items() if label.startswith("shifting")},
+        hints=[
+            "n is the number of keys, the length of the last axis: x.shape[-1].",
+            "Multiply every logit by s * log(n) (natural log), then take a stable softmax along the last axis.",
+            "course_utils.softmax is stable; with n = 1, log n = 0 and the single key gets weight 1.",
+        ],
+        solution=_Q1_SOLUTION,
+        rtol=1e-9,
+        atol=1e-12,
+    )
+
+
+# --- q2: soft-capping -------------------------------------------------------------------------
+
+
+def _q2_reference(x: np.ndarray, c: float) -> np.ndarray:
+    return softcap(x, c)
+
+
+#: Other smooth caps: slope 1 at 0 and bounded by c like c·tanh(x/c), so they agree with it on
+#: small logits and differ only where |x| is near c or beyond.
+_OTHER_CAPS = {
+    "the softsign cap c·x / (c + |x|) instead of c·tanh(x/c)": lambda x, c: c * x / (c + np.abs(x)),
+    "the arctan cap (2c/π)·arctan(πx / 2c) instead of c·tanh(x/c)": lambda x, c: 2 * c / np.pi * np.arctan(np.pi * x / (2 * c)),
+    "the algebraic cap x / sqrt(1 + (x/c)²) instead of c·tanh(x/c)": lambda x, c: x / np.sqrt(1 + (x / c) ** 2),
+    "the hard cap clip(x, -c, c) instead of c·tanh(x/c)": lambda x, c: np.clip(x, -c, c),
+}
+
+#: Factors a misplaced c could end up multiplied by, inside tanh, outside it, or both.
+_FACTORS = (0.5, 2.0, 10.0)
+
+
+def _q2_scaled(inside: float, outside: float):
+    def wrong(x, c):
+        x = np.asarray(x, dtype=np.float64)
+        return outside * c * np.tanh(x / (inside * c))
+
+    return wrong
+
+
+def _q2_variants() -> dict:
+    variants = dict(_OTHER_CAPS)
+    for k in _FACTORS:
+        variants[f"the cap {k:g}·c, inside and outside tanh"] = _q2_scaled(k, k)
+        variants[f"{k:g}·c outside tanh, c inside"] = _q2_scaled(1.0, k)
+        variants[f"c outside tanh, {k:g}·c inside"] = _q2_scaled(k, 1.0)
+    return variants
+
+
+def _within_the_cap(run: Run) -> str | None:
+    # Every capped logit lies in [-c, c]: the whole point of the cap.
+    _, c = run.case.args
+    beyond = np.abs(run.output) > c * (1 + 1e-12)
+    if beyond.any():
+        return f"gives {describe(run.output[beyond].flat[0])}, beyond the cap c = {describe(c)}: every output must lie in [-c, c]"
+    return None
+
+
+def _odd(run: Run) -> str | None:
+    # A cap treats a logit and its negative alike: softcap(-x) = -softcap(x).
+    x, c = run.case.args
+    mirrored = run.call(-np.asarray(x), c)
+    if mirrored.shape != run.output.shape or not np.allclose(mirrored, -run.output, rtol=1e-9, atol=1e-12):
+        return "gives softcap(-x) != -softcap(x): a negative logit must be capped like a positive one, with its sign kept"
+    return None
+
+
+_Q2_SOLUTION = """
+```python
+def softcap(x, c):
+    return c * np.tanh(x / c)  # nearly x where |x| << c, never beyond c
+```
+tanh has slope 1 at 0 and tends to ±1, so dividing x by c and multiplying the result by c keeps
+small logits as they are and bounds every logit by c. np.tanh(±inf) is ±1, so a masked logit (-inf)
+becomes -c: mask after capping, as Gemma 2 does.
+"""
+
+
+def _q2() -> FunctionExercise:
+    return FunctionExercise(
+        "09b",
+        "q2",
+        "Implement soft-capping, c · tanh(x / c), elementwise",
+        reference=_q2_reference,
+        starter=starter,
+        cases=[
+            Case((np.array([0.0, 1.0, -1.0, 3.0]), 2.5)),
+            # Logits near and beyond the cap: where the other smooth caps part from tanh.
+            Case((np.array([10.0, 25.0, 50.0, -75.0, 100.0, -200.0]), 50.0)),
+            Case((np.array([[0.5, -2.0, 3.0], [30.0, -30.0, 0.0]]), 30.0)),
+            Case((np.array([1.0, 2.0, 4.0, -8.0]), 2.5)),
+            Case((np.array([1000.0, -1000.0, 0.1]), 0.5)),
+        ],
+        properties=[_within_the_cap, _odd, float32_rounding(
+            "compute in float64 (the inputs are float64; a float32 array or np.float32(c) along the way loses the digits)")],
+        wrong_answers={
+            "the identity, no cap": lambda x, c: np.asarray(x, dtype=np.float64),
+            "tanh(x / c) without the factor c": lambda x, c: np.tanh(np.asarray(x) / c),
+            "c · tanh(x), x not divided by c": lambda x, c: c * np.tanh(np.asarray(x)),
+            "tanh(c · x) / c": lambda x, c: np.tanh(c * np.asarray(x)) / c,
+            "c · sigmoid(x / c) instead of c · tanh(x / c)": lambda x, c: c / (1 + np.exp(-np.asarray(x) / c)),
+            "capping only the positive logits": lambda x, c: np.where(np.asarray(x) > 0, c * np.tanh(np.asarray(x) / c), x),
+            "the sign lost, c · tanh(|x| / c)": lambda x, c: c * np.tanh(np.abs(np.asarray(x)) / c),
+        },
+        variants=_q2_variants(),
+        probes=[
+            Case((np.linspace(-150.0, 150.0, 13), 50.0)),
+            Case((np.array([-np.inf, np.inf, 0.0]), 50.0)),
+            Case((np.array([[60.0, -7.0], [0.3, 12.0]]), 8.0)),
+        ],
+        advice={
+            label: (
+                f"You used another smooth cap. It also has slope 1 at 0 and stays within c, so it agrees with "
+                f"c·tanh(x/c) on small logits; near the cap they differ (try x = 50, c = 50: tanh gives "
+                f"{50 * math.tanh(1.0):.4f}). Use np.tanh."
+            )
+            for label in _OTHER_CAPS
+        }
+        | {
+            label: "The same c must divide x inside tanh and multiply the result outside it: c·tanh(x/c) has slope 1 at 0 and bound c."
+            for label in _q2_variants()
+            if label not in _OTHER_CAPS
+        },
+        hints=[
+            "Two places use c: x is divided by c inside tanh, and the result is multiplied by c.",
+            "np.tanh works elementwise on the whole array, for any shape; no loop or axis is needed.",
+            "Check two limits: for |x| << c the answer is nearly x; for x -> ±inf it tends to ±c.",
+        ],
+        solution=_Q2_SOLUTION,
+        nonfinite_hint="c·tanh(x/c) is finite for every x: np.tanh(±inf) is ±1. Did you divide by x, or exponentiate a large logit?",
+        # rtol 1e-9: any float64 evaluation passes; float32 (rel. error ~1e-7) and the other caps do not.
+        rtol=1e-9,
+        atol=1e-12,
+    )
+
+
+def exercises() -> list[Exercise]:
+    """Fresh instances of this lesson's exercises, in order."""
+    return [_q1(), _q2()]
