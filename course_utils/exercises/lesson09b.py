@@ -205,7 +205,7 @@ def _odd(run: Run) -> str | None:
 
 _Q2_SOLUTION = """
 ```python
-def softcap(x, c):
+def soft_cap(x, c):
     return c * np.tanh(x / c)  # nearly x where |x| << c, never beyond c
 ```
 tanh has slope 1 at 0 and tends to ±1, so dividing x by c and multiplying the result by c keeps
@@ -230,7 +230,7 @@ def _q2() -> FunctionExercise:
             Case((np.array([1000.0, -1000.0, 0.1]), 0.5)),
         ],
         properties=[_within_the_cap, _odd, float32_rounding(
-            "compute in float64 (the inputs are float64; a float32 array or np.float32(c) along the way loses the digits)")],
+            "compute in float64, and do not round (the inputs are float64; a float32 array, np.float32(c) or np.round along the way loses the digits)")],
         wrong_answers={
             "the identity, no cap": lambda x, c: np.asarray(x, dtype=np.float64),
             "tanh(x / c) without the factor c": lambda x, c: np.tanh(np.asarray(x) / c),
@@ -252,7 +252,12 @@ def _q2() -> FunctionExercise:
                 f"c·tanh(x/c) on small logits; near the cap they differ (try x = 50, c = 50: tanh gives "
                 f"{50 * math.tanh(1.0):.4f}). Use np.tanh."
             )
-            for label in _OTHER_CAPS
+            for label in _OTHER_CAPS if "hard cap" not in label
+        }
+        | {
+            label: ("You clipped: a hard cap equals x below c, has a kink at c and derivative 0 beyond it, so a capped "
+                    "logit learns nothing. Soft-capping is smooth everywhere: use c·np.tanh(x / c).")
+            for label in _OTHER_CAPS if "hard cap" in label
         }
         | {
             label: "The same c must divide x inside tanh and multiply the result outside it: c·tanh(x/c) has slope 1 at 0 and bound c."
@@ -260,7 +265,7 @@ def _q2() -> FunctionExercise:
             if label not in _OTHER_CAPS
         },
         hints=[
-            "Two places use c: x is divided by c inside tanh, and the result is multiplied by c.",
+            "Check one value by hand: at x = c the answer is c·tanh(1), about 0.76·c; x is divided by c inside tanh, and the result multiplied by c.",
             "np.tanh works elementwise on the whole array, for any shape; no loop or axis is needed.",
             "Check two limits: for |x| << c the answer is nearly x; for x -> ±inf it tends to ±c.",
         ],
