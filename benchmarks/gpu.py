@@ -77,6 +77,18 @@ def median_ms(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, in
     return statistics.median(times)
 
 
+def memory_mib(fn: Callable[[], Any]) -> tuple[float, float]:
+    """The GPU memory `fn()` allocates beyond what exists before it, in MiB: at its peak, and kept while its result lives."""
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    result = fn()
+    torch.cuda.synchronize()
+    peak, kept = torch.cuda.max_memory_allocated() - base, torch.cuda.memory_allocated() - base
+    del result
+    return round(peak / 2**20, 1), round(kept / 2**20, 1)
+
+
 def softmax16(device: str) -> dict[str, Any]:
     """Is every weight of softmax over 65,536 equal half-precision scores exactly 2^-16? And is a float16 sum of 65,536 ones inf?"""
     result: dict[str, Any] = {}
@@ -184,25 +196,14 @@ def flash_vs_math(lengths: tuple[int, ...], tokens: int, heads: int, dim: int, r
             except RuntimeError as err:
                 rows.append(record | {"extra_peak_MiB": None, "ms": None, "TFLOPs": None, "error": str(err).splitlines()[0]})
                 continue
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            backends.run_sdpa(backend, q, k, v)
-            torch.cuda.synchronize()
-            extra = (torch.cuda.max_memory_allocated() - base) / 2**20
+            extra, _ = memory_mib(lambda: backends.run_sdpa(backend, q, k, v))
             ms = median_ms(lambda: backends.run_sdpa(backend, q, k, v), max(runs // 4, 3), "cuda", inner=10)
             qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            kept = backends.run_sdpa(backend, qg, kg, vg)
-            torch.cuda.synchronize()
-            extra_grad = (torch.cuda.max_memory_allocated() - base) / 2**20
-            kept_grad = (torch.cuda.memory_allocated() - base) / 2**20
-            del kept, qg, kg, vg
-            rows.append(record | {"extra_peak_MiB": round(extra, 1), "ms": round(ms, 3),
+            extra_grad, kept_grad = memory_mib(lambda: backends.run_sdpa(backend, qg, kg, vg))
+            del qg, kg, vg
+            rows.append(record | {"extra_peak_MiB": extra, "ms": round(ms, 3),
                                   "TFLOPs": round(4 * B * heads * L * L * dim / (ms * 1e-3) / 1e12, 1),
-                                  "extra_peak_MiB_grad": round(extra_grad, 1), "kept_MiB_grad": round(kept_grad, 1)})
+                                  "extra_peak_MiB_grad": extra_grad, "kept_MiB_grad": kept_grad})
         del q, k, v
         torch.cuda.empty_cache()
     return rows
@@ -216,14 +217,9 @@ def math_upcast(L: int, runs: int) -> dict[str, Any]:
     try:
         for allow in (False, True):
             torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(allow)
-            torch.cuda.synchronize()
-            torch.cuda.reset_peak_memory_stats()
-            base = torch.cuda.memory_allocated()
-            backends.run_sdpa("math", q, k, v)
-            torch.cuda.synchronize()
-            extra = (torch.cuda.max_memory_allocated() - base) / 2**20
+            extra, _ = memory_mib(lambda: backends.run_sdpa("math", q, k, v))
             ms = median_ms(lambda: backends.run_sdpa("math", q, k, v), runs, "cuda")
-            result[f"allow_reduced={allow}"] = {"ms": round(ms, 2), "extra_peak_MiB": round(extra, 1)}
+            result[f"allow_reduced={allow}"] = {"ms": round(ms, 2), "extra_peak_MiB": extra}
     finally:
         torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(before)
     return result
@@ -265,15 +261,7 @@ def math_memory_by_hand(L: int) -> dict[str, Any]:
     steps = {"math backend": lambda: backends.run_sdpa("math", q, k, v),
              "by hand, torch.softmax": lambda: by_hand(torch.softmax),
              "by hand, torch._safe_softmax": lambda: by_hand(torch._safe_softmax)}
-    result = {}
-    for name, fn in steps.items():
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        fn()
-        torch.cuda.synchronize()
-        result[name] = round((torch.cuda.max_memory_allocated() - base) / 2**20, 1)
-    return {"L": L, "B": 1, "H": 16, "D": 128, "extra_peak_MiB": result}
+    return {"L": L, "B": 1, "H": 16, "D": 128, "extra_peak_MiB": {name: memory_mib(fn)[0] for name, fn in steps.items()}}
 
 
 def softmax_passes(shapes: tuple[tuple[int, int], ...], device: str, runs: int) -> list[dict]:

@@ -55,8 +55,7 @@ def _torch() -> Any:
 
 
 def _check_device(device: str) -> None:
-    if not isinstance(device, str) or device not in BACKENDS:
-        raise ValueError(f"device must be one of {sorted(BACKENDS)}; got {device!r}")
+    available_backends(device)  # names the device argument if it is unknown
     if device == "cuda" and not _torch().cuda.is_available():
         raise ValueError("device is 'cuda', but torch.cuda.is_available() is False on this machine")
 
@@ -130,10 +129,10 @@ def describe_rows(rows: Any, *, unmasked: Any, v_mean: Any, dtype: str) -> str:
     'uniform mean of V'
     """
     torch = _torch()
-    rows = rows.detach().to("cpu", torch.float64)
-    atol = _ATOL[dtype] if dtype in _ATOL else None
-    if atol is None:
+    if not isinstance(dtype, str) or dtype not in _ATOL:
         raise ValueError(f"dtype must be one of {sorted(_ATOL)}; got {dtype!r}")
+    atol = _ATOL[dtype]
+    rows = rows.detach().to("cpu", torch.float64)
     if rows.isnan().any():
         return "nan"
     if (rows == 0).all():

@@ -143,3 +143,21 @@ def test_the_cpu_parts_agree_with_the_cpu_parts_recorded_beside_the_h100(cpu_run
     assert data["exp_float64"]["cpu"] == H100["exp_float64"]["cpu"]
     assert data["softmax16_cpu"] == H100["softmax16_cpu"]
     assert data["sparsemax_empty_row"]["cpu"] == H100["sparsemax_empty_row"]["cpu"]
+
+
+def test_memory_mib_counts_from_the_allocation_before_the_call(monkeypatch):
+    """The GPU's allocator counters, faked: 100 MiB exist before, the call peaks at 130 and keeps 112 while its result lives."""
+    from benchmarks import gpu
+
+    mib = 2**20
+    state = {"now": 100 * mib, "peak": 100 * mib}
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
+    monkeypatch.setattr(torch.cuda, "reset_peak_memory_stats", lambda: state.update(peak=state["now"]))
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda: state["now"])
+    monkeypatch.setattr(torch.cuda, "max_memory_allocated", lambda: state["peak"])
+
+    def call():
+        state.update(peak=130 * mib, now=112 * mib)
+        return "a result"
+
+    assert gpu.memory_mib(call) == (30.0, 12.0)

@@ -16,6 +16,7 @@ sentence about it, not a traceback from ``course_utils``.
 from __future__ import annotations
 
 import copy
+import json
 import tracemalloc
 from fractions import Fraction
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ __all__ = [
     "non_negative",
     "starter",
     "shift_and_clip_advice",
+    "shift_examples",
     "shift_invariant",
     "shift_variants",
     "sums_to_one",
@@ -362,12 +364,18 @@ def shift_variants(make: Callable[[Callable[[np.ndarray], Any]], Callable[..., A
     return {_shift_label(name): make(shift) for name, (shift, _) in ROW_SHIFTS.items()}
 
 
-def clip_variants(make: Callable[[Callable[[np.ndarray], np.ndarray]], Callable[..., Any]]) -> dict[str, Callable[..., Any]]:
-    """One wrong answer per limit in :data:`CLIP_LIMITS`: ``make(clip)`` builds it from the clipping it applies."""
-    return {f"clipping the scores to [-{c:g}, {c:g}]": make(lambda z, c=c: np.clip(z, -c, c)) for c in CLIP_LIMITS}
+def shift_examples() -> list[np.ndarray]:
+    """The distinct inputs of :data:`ROW_SHIFTS`, as float64 arrays: probes for any checker of the shift family."""
+    return [np.array(json.loads(example), dtype=np.float64) for example in sorted({ex for _, ex in ROW_SHIFTS.values()})]
 
 
-def shift_and_clip_advice() -> dict[str, str]:
+def clip_variants(make: Callable[[Callable[[np.ndarray], np.ndarray]], Callable[..., Any]],
+                  limits: Sequence[float] = CLIP_LIMITS) -> dict[str, Callable[..., Any]]:
+    """One wrong answer per clip limit (:data:`CLIP_LIMITS` by default): ``make(clip)`` builds it from the clipping."""
+    return {f"clipping the scores to [-{c:g}, {c:g}]": make(lambda z, c=c: np.clip(z, -c, c)) for c in limits}
+
+
+def shift_and_clip_advice(limits: Sequence[float] = CLIP_LIMITS) -> dict[str, str]:
     """Feedback for each shift and clip variant, naming the mistake and an input that exposes it."""
     advice = {
         _shift_label(name): (
@@ -376,10 +384,11 @@ def shift_and_clip_advice() -> dict[str, str]:
         )
         for name, (_, example) in ROW_SHIFTS.items()
     }
-    for c in CLIP_LIMITS:
+    for c in limits:
+        top = max(5000.0, 2 * c)  # two scores beyond the limit, 5 apart: any clip there ties them
         advice[f"clipping the scores to [-{c:g}, {c:g}]"] = (
             "You clipped the scores (at this limit or another). Clipping changes the gaps between scores "
-            "beyond the limit (try [5000, 4995]): subtract each row's maximum instead, which changes no gap."
+            f"beyond the limit (try [{top:g}, {top - 5:g}]): subtract each row's maximum instead, which changes no gap."
         )
     return advice
 

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..softmax import softmax
 from .core import (
+    CLIP_LIMITS,
     Case,
     Exercise,
     FunctionExercise,
@@ -74,14 +75,10 @@ def _q1_clipped(clip):
     return wrong
 
 
-#: Clip limits beyond core.CLIP_LIMITS that a learner might pick "large enough", each wrong on a case below.
-_WIDE_CLIPS = (3001.0, 1e4, 1e5)
+#: core.CLIP_LIMITS and the limits a learner might pick "large enough": each is wrong on a case below.
+_CLIPS = CLIP_LIMITS + (3001.0, 1e4, 1e5)
 #: Shifts by (row max - c): harmless for a small c, but e^c times the row's length must fit the dtype.
 _MAX_MINUS = (80.0, 100.0, 710.0)
-
-
-def _wide_clip_variants(make):
-    return {f"clipping the scores to [-{c:g}, {c:g}]": make(lambda z, c=c: np.clip(z, -c, c)) for c in _WIDE_CLIPS}
 
 
 def _max_minus_variants() -> dict:
@@ -89,16 +86,10 @@ def _max_minus_variants() -> dict:
             for c in _MAX_MINUS}
 
 
-def _extra_advice(max_minus: bool) -> dict[str, str]:
-    """Feedback for the wide clips (and, for q1, the shifts by the maximum minus a constant)."""
-    advice = {f"clipping the scores to [-{c:g}, {c:g}]": (
-        f"You clipped the scores at {c:g}. Any limit ties scores beyond it: try [{2 * c:g}, {2 * c - 5:g}, 0]. "
-        "Subtract each row's maximum instead, which changes no gap.") for c in _WIDE_CLIPS}
-    if max_minus:
-        advice |= {f"shifting by the row maximum minus {c:g}": (
-            f"You shifted by the row maximum minus {c:g}, so the largest term is e^{c:g}, not 1. In float32 a row of "
-            "8192 equal scores then sums past float32's largest number: subtract the maximum itself.") for c in _MAX_MINUS}
-    return advice
+def _max_minus_advice() -> dict[str, str]:
+    return {f"shifting by the row maximum minus {c:g}": (
+        f"You shifted by the row maximum minus {c:g}, so the largest term is e^{c:g}, not 1. In float32 a row of "
+        "8192 equal scores then sums past float32's largest number: subtract the maximum itself.") for c in _MAX_MINUS}
 
 
 _Q1_SOLUTION = """
@@ -177,10 +168,9 @@ def _q1() -> FunctionExercise:
             "plain normalization x / sum(x)": _q1_plain_normalization,
             "modifying the input in place": _q1_in_place,
         },
-        variants={**shift_variants(_q1_shifted_by), **clip_variants(_q1_clipped), **_wide_clip_variants(_q1_clipped),
-                  **_max_minus_variants()},
+        variants={**shift_variants(_q1_shifted_by), **clip_variants(_q1_clipped, _CLIPS), **_max_minus_variants()},
         probes=[Case((x,)) for x in _ROW_PROBES],
-        advice={**shift_and_clip_advice(), **_extra_advice(max_minus=True)},
+        advice={**shift_and_clip_advice(_CLIPS), **_max_minus_advice()},
         hints=[
             "Softmax does not change if you subtract the same number from every score in a row.",
             "Subtract each row's maximum: `x - x.max(axis=-1, keepdims=True)`. Then exponentiate and normalize.",
@@ -320,9 +310,9 @@ def _q3() -> FunctionExercise:
             "one max for the whole batch instead of one per row": _q3_global_max,
             "dividing the probabilities, not the scores": _q3_divide_after,
         },
-        variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped), **_wide_clip_variants(_q3_clipped)},
+        variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped, _CLIPS)},
         probes=[Case((x, t)) for x in _ROW_PROBES for t in (0.01, 1.0, 100.0)],
-        advice={**shift_and_clip_advice(), **_extra_advice(max_minus=False)},
+        advice=shift_and_clip_advice(_CLIPS),
         hints=[
             "Temperature divides the scores, not the probabilities.",
             "softmax(x / T) is still a softmax: reuse the stable recipe on x / T.",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import math
 
 import numpy as np
@@ -10,7 +9,6 @@ import numpy as np
 from ..softmax import softmax
 from ..variants import softmax_with_sink
 from .core import (
-    ROW_SHIFTS,
     Case,
     Exercise,
     FunctionExercise,
@@ -21,6 +19,7 @@ from .core import (
     float32_rounding,
     non_negative,
     shift_and_clip_advice,
+    shift_examples,
     shift_invariant,
     shift_variants,
     starter,
@@ -150,8 +149,6 @@ def _q1_clipped(clip):
 _LARGEST_ABS = "shifting by the largest |score| of the row, max(|x|, |s|)"
 
 
-#: The inputs on which lesson 02's wrong shifts fail (core.ROW_SHIFTS names one for each), tried with s = 0.
-_ROW_SHIFT_EXAMPLES = sorted({example for _, example in ROW_SHIFTS.values()})
 
 _FLOAT32_ADVICE = "compute in float64 (the inputs are float64; a float32 array or np.float32 sink along the way loses the digits)"
 
@@ -242,7 +239,7 @@ def _q1() -> FunctionExercise:
             **{f"flooring the exponents at {f:g}": _q1_floored(f) for f in _FLOORS},
         },
         probes=[Case((np.array([1000.0, -1000.0]), 0.0))]
-        + [Case((np.array(ast.literal_eval(example), dtype=np.float64), 0.0)) for example in _ROW_SHIFT_EXAMPLES]
+        + [Case((example, 0.0)) for example in shift_examples()]  # where lesson 02's wrong shifts fail, with s = 0
         + [
             Case((np.array([-2000.0, -2001.0, -2002.0]), -2000.5)),
             Case((np.array([[0.0, -1.0], [-np.inf, -np.inf]]), 1000.0)),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import math
 
 import numpy as np
@@ -10,7 +9,6 @@ import numpy as np
 from ..softmax import softmax
 from ..variants import scalable_softmax, softcap
 from .core import (
-    ROW_SHIFTS,
     Case,
     Exercise,
     FunctionExercise,
@@ -19,14 +17,13 @@ from .core import (
     float32_rounding,
     non_negative,
     shift_and_clip_advice,
+    shift_examples,
     shift_invariant,
     shift_variants,
     starter,
     sums_to_one,
 )
 
-#: The inputs on which lesson 02's wrong shifts fail (core.ROW_SHIFTS names one for each).
-_ROW_SHIFT_EXAMPLES = sorted({example for _, example in ROW_SHIFTS.values()})
 
 
 # --- q1: Scalable-Softmax (exercise 3 of lesson 09 before the split) ----------------------
@@ -134,8 +131,7 @@ def _q1() -> FunctionExercise:
             "sqrt(n) instead of log n": _q1_sqrt_n,
         },
         variants=shift_variants(_q1_shifted_by),
-        probes=[Case((np.array(ast.literal_eval(example), dtype=np.float64), 1 / math.log(np.shape(ast.literal_eval(example))[-1])))
-                for example in _ROW_SHIFT_EXAMPLES],
+        probes=[Case((example, 1 / math.log(example.shape[-1]))) for example in shift_examples()],  # lesson 02's shift family
         advice={label: text + _Q1_SCALED for label, text in shift_and_clip_advice().items() if label.startswith("shifting")},
         hints=[
             "n is the number of keys, the length of the last axis: x.shape[-1].",
