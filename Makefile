@@ -1,10 +1,16 @@
 # Two commands: `make lab` opens the course, `make test` runs every check.
-# Both create .venv on first use and reuse it afterwards.
+# Both create .venv on first use and reuse it afterwards; make test adds the test tools to make lab's set.
 
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Two install sets, one on the other: what a learner needs (make lab), then the test tools
+# (make test). Every pip call takes the exact versions of constraints.txt.
+LAB_STAMP := $(VENV)/.installed-lab
 STAMP := $(VENV)/.installed
+PIP_INSTALL := $(PY) -m pip install --progress-bar on -c constraints.txt
+NO_CUDA := if $(PY) -m pip list --format=freeze 2>/dev/null | grep -i '^nvidia'; then \
+  echo "error: CUDA (nvidia-*) packages were installed; torch must be the CPU build" >&2; exit 1; fi
 # tools/install_torch.py installs the pinned torch as a CPU build on every platform:
 # it asks pip what it would install and, where that is a CUDA build (Linux with the
 # default index), takes PyTorch's CPU wheel index instead. Extra pip options, if any:
@@ -19,29 +25,39 @@ ROUNDS ?= 5
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install stress clean
+.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest clean
 
+# The learner's set: PyTorch (CPU), NumPy, Matplotlib, ipywidgets, entmax, JupyterLab, course_utils.
+install-lab: $(LAB_STAMP)
+# And the test set on top: pytest, hypothesis, nbval, SciPy, repo2docker, Playwright.
 install: $(STAMP)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml requirements-ci.txt tools/install_torch.py | $(PY)
+$(LAB_STAMP): pyproject.toml constraints.txt tools/install_torch.py | $(PY)
+	@echo "== install 1 of 2: PyTorch, the CPU build (about 200 MB to download)"
 	$(PY) tools/install_torch.py $(TORCH_PIP_ARGS)
-	$(PY) -m pip install --quiet -e '.[test,bench]' -r requirements-ci.txt
+	@echo "== install 2 of 2: NumPy, Matplotlib, ipywidgets, entmax, JupyterLab and course_utils"
+	$(PIP_INSTALL) -e '.[lab]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
-	@if $(PY) -m pip list --format=freeze 2>/dev/null | grep -i '^nvidia'; then \
-	  echo "error: CUDA (nvidia-*) packages were installed; torch must be the CPU build" >&2; exit 1; fi
+	@$(NO_CUDA)
+	touch $(LAB_STAMP)
+
+$(STAMP): $(LAB_STAMP) requirements-ci.txt
+	@echo "== the test tools: pytest, hypothesis, mpmath, nbval, repo2docker and Playwright"
+	$(PIP_INSTALL) -e '.[lab,test]' -r requirements-ci.txt
+	@$(NO_CUDA)
 	touch $(STAMP)
 
-lab: install
+lab: install-lab
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-# Unit tests, strict nbval of every notebook (with 2 threads; outputs are stored with 1) and every
-# notebook in JupyterLab in Chromium on the code paths of another CPU, its outputs compared with the
-# stored ones as nbval compares them, all three side by side: nbval runs beside the browser's runs
-# and the unit tests (then a CPU burner), no cell longer than CELL_LIMIT s (the hang check); the
-# sliders are timed once the others have ended. See tools/run_checks.py.
+# Unit tests, strict nbval of every notebook (with 2 threads on the code paths of another CPU; outputs
+# are stored with 1 thread on this CPU's own) and the slider notebooks in JupyterLab in Chromium, their
+# outputs compared with the stored ones as nbval compares them, all three side by side: nbval runs
+# beside the browser's runs and the unit tests (then a CPU burner), no cell longer than CELL_LIMIT s
+# (the hang check); the sliders are timed once the others have ended. See tools/run_checks.py.
 test: install browser-deps
 	@$(PY) tools/run_checks.py $(NBVAL)
 
@@ -91,5 +107,15 @@ stress: install
 outputs: install
 	$(PY) tools/notebooks.py execute notebooks/*.ipynb
 
+# Every notebook on the oldest versions pyproject.toml allows (errors only, outputs not compared),
+# in a virtual environment of its own. See tools/oldest.py.
+OLDEST := .venv-oldest
+oldest:
+	rm -rf $(OLDEST) && $(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python tools/install_torch.py $(TORCH_PIP_ARGS)
+	$(OLDEST)/bin/python -m pip install --progress-bar on $$($(PYTHON) tools/oldest.py requirements) nbclient
+	$(OLDEST)/bin/python -m pip install --no-deps -e .
+	$(OLDEST)/bin/python tools/oldest.py run
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts
+	rm -rf $(VENV) $(OLDEST) .pytest_cache .hypothesis test-artifacts

@@ -33,6 +33,7 @@ from .sparse import entmax15, entmax15_backward, entmax_alpha_backward, entmax_b
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
 from .tiled import tiled_attention, tiled_attention_backward
 from .torch_check import CrossCheckError, cross_check
+from .toy import ToySentence, toy_sentence
 from .variants import (
     llama4_query_scale,
     qk_norm,
@@ -76,6 +77,8 @@ __all__ = [
     "naive_softmax",
     "online_softmax",
     "padding_mask",
+    "toy_sentence",
+    "ToySentence",
     "PALETTE",
     "plot_exp_overflow",
     "RowGradients",

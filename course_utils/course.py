@@ -7,6 +7,11 @@ record by :func:`header_markdown`, and the course map of the start-here
 notebook and the README by :func:`course_map_markdown`; the tests check that
 they agree, so what a learner reads can never drift from what the course
 knows about its lessons.
+
+A notebook that is a page of the course but not a lesson (the sources page,
+``sources.ipynb``) stores ``"page"``, its file's stem, instead of ``"lesson"``.
+It gets a header and computed minutes like a lesson, but no number, no
+exercises and no row in the course map: :func:`read_course` reads lessons only.
 """
 
 from __future__ import annotations
@@ -81,6 +86,7 @@ class Lesson:
     prerequisites: tuple[str, ...]
     requires: tuple[str, ...] = ()
     path: Path | None = None
+    page: bool = False  # a page of the course that is not a lesson: `lesson` holds its file's stem
 
     @classmethod
     def from_metadata(cls, record: Mapping[str, Any], path: Path | None = None) -> "Lesson":
@@ -92,23 +98,27 @@ class Lesson:
             If a field is missing or empty, naming the field and the notebook.
         """
         where = f" in {path.name}" if path else ""
-        missing = [f for f in _FIELDS if not record.get(f)]
+        page = "page" in record and "lesson" not in record
+        fields = ("page",) + _FIELDS[1:] if page else _FIELDS
+        missing = [f for f in fields if not record.get(f)]
         if missing:
             raise ValueError(f"notebook metadata '{METADATA_KEY}'{where} lacks {', '.join(missing)}")
         minutes = record["minutes"]
         if not isinstance(minutes, int) or minutes <= 0:
             raise ValueError(f"minutes{where} must be a positive int; got {minutes!r}")
+        name = str(record["page" if page else "lesson"])
         requires = tuple(str(r) for r in record.get("requires", ()))
-        if any(r >= str(record["lesson"]) for r in requires):
+        if not page and any(r >= name for r in requires):
             raise ValueError(f"requires{where} may only name earlier lessons; got {list(requires)}")
         return cls(
-            lesson=str(record["lesson"]),
+            lesson=name,
             title=str(record["title"]),
             minutes=minutes,
             objectives=tuple(record["objectives"]),
             prerequisites=tuple(record["prerequisites"]),
             requires=requires,
             path=path,
+            page=page,
         )
 
     @property
@@ -119,6 +129,8 @@ class Lesson:
     def link_from(self, folder: str) -> str:
         """A Markdown link to this lesson's notebook from a page whose path to the notebooks is `folder`."""
         name = self.path.name if self.path else ""
+        if self.page:
+            return f"[{self.title}]({folder}{name})"
         return f"[Lesson {self.lesson} · {self.title}]({folder}{name})"
 
 
@@ -135,10 +147,15 @@ def read_course(directory: str | Path) -> dict[str, Lesson]:
     return {lesson.lesson: lesson for lesson in lessons}
 
 
+#: The last line of every header: the first code cell's wait, which shows only ``[*]`` (issue 26).
+FIRST_CELL_NOTE = "*The first code cell imports PyTorch: on a busy 2-core machine it took 13 to 17 s, with only `[*]` beside it.*"
+
+
 def header_markdown(lesson: Lesson, course: Mapping[str, Lesson] | None = None) -> str:
     """The Markdown of a notebook's first cell, built from its lesson record.
 
     Lessons it ``requires`` are linked when `course` (from :func:`read_course`) is given.
+    A page that is not a lesson is headed by its title alone.
 
     Examples
     --------
@@ -153,13 +170,18 @@ def header_markdown(lesson: Lesson, course: Mapping[str, Lesson] | None = None) 
     <BLANKLINE>
     **Before you start, you should know:**
     - Python
+    <BLANKLINE>
+    *The first code cell imports PyTorch: on a busy 2-core machine it took 13 to 17 s, with only `[*]` beside it.*
+    >>> page = Lesson("sources", "The sources", 10, ("Find a claim",), ("Lesson 00",), page=True)
+    >>> print(header_markdown(page).splitlines()[0])
+    # The sources
     """
     lines = [
-        f"# Lesson {lesson.lesson} · {lesson.title}",
+        f"# {lesson.title}" if lesson.page else f"# Lesson {lesson.lesson} · {lesson.title}",
         "",
         f"**Estimated time:** {lesson.minutes} minutes",
         "",
-        "**By the end of this lesson you can:**",
+        "**On this page you can:**" if lesson.page else "**By the end of this lesson you can:**",
         *[f"- {item}" for item in lesson.objectives],
         "",
         "**Before you start, you should know:**",
@@ -168,6 +190,7 @@ def header_markdown(lesson: Lesson, course: Mapping[str, Lesson] | None = None) 
     if lesson.requires:
         links = [course[r].link if course and r in course else f"Lesson {r}" for r in lesson.requires]
         lines += ["", "**Lessons to do first:** " + ", ".join(links)]
+    lines += ["", FIRST_CELL_NOTE]
     return "\n".join(lines)
 
 

@@ -36,15 +36,18 @@ __all__ = [
     "Arm",
     "RowGradients",
     "RowStats",
+    "TextProgress",
     "attention_row_stats",
     "dot_product_tail",
     "dot_product_variance",
     "init_retrieval_params",
+    "learning_rate_sweep",
     "retrieval_batches",
     "retrieval_forward",
     "sample_attention_gradients",
     "sample_dot_products",
     "sample_scores",
+    "scale_arms",
     "train_retrieval",
 ]
 
@@ -485,7 +488,20 @@ class Arm:
         c = exp(tau) with tau trained (started at ``-c_power * ln d_k``).
     qk_norm : bool, default False
         Replace q and k by :math:`\sqrt{d_k}\, q/|q|` and :math:`\sqrt{d_k}\, k/|k|`
-        (RMS normalization without a gain) before the dot product.
+        (RMS normalization without a learned gain) before the dot product.
+    key_norm : bool, default False
+        Replace only k by :math:`\sqrt{d_k}\, k/|k|`: every key gets the same
+        length, while q keeps its own, so the scores are not bounded.
+
+    Raises
+    ------
+    ValueError
+        If both `qk_norm` and `key_norm` are set.
+
+    Examples
+    --------
+    >>> Arm("keys only", c_power=0.5, key_norm=True).key_norm
+    True
     """
 
     name: str
@@ -494,6 +510,39 @@ class Arm:
     lr_power: float = 0.0
     learnable: bool = False
     qk_norm: bool = False
+    key_norm: bool = False
+
+    def __post_init__(self) -> None:
+        if self.qk_norm and self.key_norm:
+            raise ValueError("key_norm normalizes the keys alone; it cannot be combined with qk_norm (which normalizes both)")
+
+
+def scale_arms() -> list[Arm]:
+    r"""The seven arms of lessons 08 and 08b, (a) to (g), in their order.
+
+    (a) unscaled, (b) scaled by :math:`1/\sqrt{d_k}`, (c) init matched,
+    (d) init and learning rate matched, (e) learnable c, (f) QK-norm,
+    (g) keys only: both lessons train the same arms from this one list.
+
+    Returns
+    -------
+    list of Arm
+        A fresh list, in the lessons' order.
+
+    Examples
+    --------
+    >>> [arm.name for arm in scale_arms()][:2]
+    ['(a) unscaled', '(b) scaled']
+    """
+    return [
+        Arm("(a) unscaled"),
+        Arm("(b) scaled", c_power=0.5),
+        Arm("(c) init matched", init_power=0.25),
+        Arm("(d) init+lr matched", init_power=0.25, lr_power=0.25),
+        Arm("(e) learnable c", learnable=True),
+        Arm("(f) QK-norm", c_power=0.5, qk_norm=True),
+        Arm("(g) keys only", c_power=0.5, key_norm=True),
+    ]
 
 
 def retrieval_batches(
@@ -558,11 +607,13 @@ def init_retrieval_params(d_k: int, seed: int, *, d_in: int = 16, n_labels: int 
     return w_q, w_k, labels
 
 
-def retrieval_forward(w_q: Any, w_k: Any, labels: Any, c: Any, qk_norm: Any, batch: tuple[Any, Any, Any, Any]) -> dict[str, Any]:
+def retrieval_forward(
+    w_q: Any, w_k: Any, labels: Any, c: Any, qk_norm: Any, batch: tuple[Any, Any, Any, Any], *, key_norm: Any = None
+) -> dict[str, Any]:
     r"""The retrieval model for a stack of n models: losses, attention weights and scores.
 
     Model n scores key j by :math:`c_n\,(\text{query}\,W_q)\cdot(x_j W_k)`, with q and
-    k RMS-normalized first where ``qk_norm[n]``; it averages the label embeddings
+    k RMS-normalized first where ``qk_norm[n]``, and k alone where ``key_norm[n]``; it averages the label embeddings
     :math:`e_{y_j}` with the softmax weights, compares the result with every label
     embedding (the logits) and takes the cross-entropy with the target's label.
 
@@ -577,12 +628,20 @@ def retrieval_forward(w_q: Any, w_k: Any, labels: Any, c: Any, qk_norm: Any, bat
         Shapes (m, B, S, d_in), (m, B, S), (m, B), (m, B, d_in), where m divides n:
         model i sees batch ``i % m`` (m = n gives every model its own batch;
         sharing the batches of m seeds among n / m arms saves copying them).
+    key_norm : torch.Tensor of bool, shape (n,), optional
+        RMS-normalize the keys only (never together with `qk_norm`). None: no model does.
 
     Returns
     -------
     dict
         ``loss`` (n,), the mean cross-entropy per model; ``weights`` and
         ``scores`` (n, B, S); ``logits`` (n, B, n_labels); ``target`` (n, B).
+
+    Raises
+    ------
+    ValueError
+        If the batch's leading dimension does not divide n, or a model has both
+        `qk_norm` and `key_norm`.
 
     Notes
     -----
@@ -605,15 +664,22 @@ def retrieval_forward(w_q: Any, w_k: Any, labels: Any, c: Any, qk_norm: Any, bat
     by_example = qa.view(arms, m, b, d_in).permute(1, 2, 3, 0).reshape(m * b, d_in, arms)
     raw = (x.reshape(m * b, n_keys, d_in) @ by_example).view(m, b, n_keys, arms).permute(3, 0, 1, 2).reshape(n, b, n_keys)
     scores = raw
-    if bool(qk_norm.any()):  # only the QK-norm models pay for the norms
-        idx = qk_norm.nonzero()[:, 0]
+
+    if key_norm is None:
+        key_norm = torch.zeros_like(qk_norm)
+    elif bool((key_norm & qk_norm).any()):
+        raise ValueError("key_norm and qk_norm must not both be set for a model")
+    normed = qk_norm | key_norm
+    if bool(normed.any()):  # only the normalized models pay for the norms
+        idx = normed.nonzero()[:, 0]
         xs, qs = x[idx % m], query[idx % m]
         gram_q = w_q[idx] @ w_q[idx].transpose(1, 2)  # |q|^2 = query (W_q W_q^T) query^T
         gram_k = w_k[idx] @ w_k[idx].transpose(1, 2)
         q_sq = ((qs @ gram_q) * qs).sum(dim=-1)
         k_sq = ((xs.flatten(1, 2) @ gram_k).view(xs.shape) * xs).sum(dim=-1)
-        # (sqrt(d_k) q / |q|) . (sqrt(d_k) k / |k|)
-        normalized = raw[idx] * d_k / (q_sq[..., None] * k_sq).sqrt()
+        # QK-norm: (sqrt(d_k) q / |q|) . (sqrt(d_k) k / |k|); keys only: q . (sqrt(d_k) k / |k|), |q|^2 -> d_k
+        both = qk_norm[idx][:, None, None]
+        normalized = raw[idx] * d_k / torch.where(both, q_sq[..., None] * k_sq, d_k * k_sq).sqrt()
         scores = raw.index_put((idx,), normalized)
     scores = scores * c[:, None, None]
     weights = torch.softmax(scores, dim=-1)
@@ -711,6 +777,7 @@ def train_retrieval(
     # Adam's step for it would be 0 / 0 = nan.
     tau = log_c[learnable].clone().requires_grad_()
     qk_norm = torch.tensor([arm.qk_norm for arm in per_model])
+    key_norm = torch.tensor([arm.key_norm for arm in per_model])
     lr_gain = torch.tensor([d ** -arm.lr_power for arm in per_model], dtype=torch.float64)[:, None, None]
     slow = (lr_gain != 1).flatten().nonzero()[:, 0]  # the models whose W_q, W_k have their own learning rate
     rescale = len(slow) > 0
@@ -723,7 +790,7 @@ def train_retrieval(
         parts = [next(stream) for stream in streams]
         data = tuple(torch.stack([p[i] for p in parts]) for i in range(4))  # shared by the arms
         c = log_c.index_put((learnable,), tau).exp()
-        out = retrieval_forward(w_q, w_k, labels, c, qk_norm, data)
+        out = retrieval_forward(w_q, w_k, labels, c, qk_norm, data, key_norm=key_norm)
         for p in params:
             p.grad = None
         out["loss"].sum().backward()
@@ -741,3 +808,163 @@ def train_retrieval(
         if progress is not None and done != progress.value:
             progress.value = done
     return {key: h.view(n_steps, n_arms, n_seeds).numpy() for key, h in history.items()}
+
+
+class TextProgress:
+    """A progress bar that is one line of text, rewritten in place; it needs no widget library.
+
+    In Jupyter the line is an output updated through its display id; elsewhere
+    it is rewritten on standard error with a carriage return. Anything that
+    sets an int attribute ``value`` from 0 to 100 can drive it, such as the
+    `progress` argument of :func:`train_retrieval`.
+
+    Parameters
+    ----------
+    label : str
+        Printed before the bar.
+    width : int, default 30
+        Characters in the bar, >= 1.
+    show : bool, default True
+        False: keep the state and write nothing (for tests and examples).
+
+    Examples
+    --------
+    >>> bar = TextProgress("training", width=10, show=False)
+    >>> bar.value = 40
+    >>> bar.text()
+    'training [####......]  40%'
+    """
+
+    def __init__(self, label: str, *, width: int = 30, show: bool = True) -> None:
+        if not isinstance(label, str):
+            raise TypeError(f"label must be a str; got {type(label).__name__} {label!r}")
+        self.label, self.width, self._value = label, check_int(width, "width", 1), 0
+        self._handle: Any = None
+        self._show = show
+        if show:
+            try:
+                from IPython import get_ipython
+                from IPython.display import Pretty, display
+            except ImportError:  # plain Python without IPython: standard error
+                get_ipython = None  # type: ignore[assignment]
+            if get_ipython is not None and get_ipython() is not None:
+                self._handle = display(Pretty(self.text()), display_id=True)
+
+    @property
+    def value(self) -> int:
+        """The percentage done, 0 to 100."""
+        return self._value
+
+    @value.setter
+    def value(self, percent: int) -> None:
+        self._value = min(100, max(0, check_int(percent, "value", 0)))
+        self._write(self.text())
+
+    def text(self) -> str:
+        """The line as shown now."""
+        filled = self.width * self._value // 100
+        return f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self._value:3d}%"
+
+    def close(self, message: str) -> None:
+        """Replace the bar by `message`, e.g. a summary of what ran (keep it free of timings)."""
+        self._write(message, end="\n")
+
+    def _write(self, line: str, end: str = "") -> None:
+        if not self._show:
+            return
+        if self._handle is not None:
+            from IPython.display import Pretty
+
+            self._handle.update(Pretty(line))
+        else:
+            import sys
+
+            print(f"\r{line:{len(self.text())}}", end=end, file=sys.stderr, flush=True)
+
+
+class _Share:
+    """Part `index` of `parts` equal parts of a progress bar: its value 0-100 maps into the bar's."""
+
+    def __init__(self, bar: Any, index: int, parts: int) -> None:
+        self.bar, self.index, self.parts, self.value_here = bar, index, parts, 0
+
+    @property
+    def value(self) -> int:
+        return self.value_here
+
+    @value.setter
+    def value(self, percent: int) -> None:
+        self.value_here = percent
+        overall = (self.index * 100 + percent) // self.parts
+        if overall != self.bar.value:
+            self.bar.value = overall
+
+
+def learning_rate_sweep(
+    arms: Sequence[Arm],
+    d_k: int,
+    seeds: Sequence[int],
+    lrs: Sequence[float],
+    *,
+    steps: int,
+    final_steps: int | None = None,
+    progress: bool = True,
+) -> dict[str, np.ndarray]:
+    """Train the same arms and seeds at several learning rates and keep each run's final loss and c.
+
+    One :func:`train_retrieval` per rate, so at every rate each seed's arms share
+    their weights and batches, and the runs at different rates share them too.
+
+    Parameters
+    ----------
+    arms, d_k, seeds
+        As in :func:`train_retrieval`.
+    lrs : sequence of float
+        The base learning rates, each finite and > 0 (at least one).
+    steps : int
+        Adam steps per run, >= 1.
+    final_steps : int, optional
+        The final loss is the mean over the last `final_steps` steps, 1 to
+        `steps`; by default ``max(1, steps // 8)`` (50 of 400).
+    progress : bool, default True
+        Show a :class:`TextProgress` bar over all the runs, replaced at the end
+        by a line saying what ran.
+
+    Returns
+    -------
+    dict of numpy.ndarray
+        ``lr``, shape (len(lrs),); ``final``, the final losses, and ``c``, the
+        factor on the scores at the last step, both of shape
+        (len(lrs), len(arms), len(seeds)).
+
+    Raises
+    ------
+    TypeError, ValueError
+        For the bad arguments of :func:`train_retrieval`, an empty `lrs`, a
+        rate that is not finite and > 0, or `final_steps` outside 1 to `steps`.
+
+    Examples
+    --------
+    >>> sweep = learning_rate_sweep([Arm("scaled", c_power=0.5)], 16, [0], [1e-3, 4e-3], steps=8, progress=False)
+    >>> sweep["final"].shape, sweep["lr"].tolist()
+    ((2, 1, 1), [0.001, 0.004])
+    """
+    if isinstance(lrs, (str, bytes)) or not isinstance(lrs, Sequence) or not lrs:
+        raise TypeError(f"lrs must be a non-empty sequence of learning rates; got {lrs!r}")
+    rates = [check_positive_finite(lr, f"lrs[{i}]") for i, lr in enumerate(lrs)]
+    n_steps = check_int(steps, "steps", 1)
+    window = max(1, n_steps // 8) if final_steps is None else check_int(final_steps, "final_steps", 1)
+    if window > n_steps:
+        raise ValueError(f"final_steps must be <= steps ({n_steps}); got {window}")
+    if not isinstance(progress, (bool, np.bool_)):
+        raise TypeError(f"progress must be a bool; got {type(progress).__name__} {progress!r}")
+    bar = TextProgress("learning-rate sweep") if progress else None
+    final, c_end = [], []
+    for i, lr in enumerate(rates):
+        part = None if bar is None else _Share(bar, i, len(rates))
+        run = train_retrieval(arms, d_k, seeds, steps=n_steps, lr=lr, progress=part)
+        final.append(run["loss"][-window:].mean(axis=0))
+        c_end.append(run["c"][-1])
+    if bar is not None:
+        bar.close(f"trained {len(arms)} arms x {len(seeds)} seeds at {len(rates)} learning rates, {n_steps} steps each")
+    return {"lr": np.array(rates), "final": np.stack(final), "c": np.stack(c_end)}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import random
 
 import numpy as np
@@ -10,7 +11,11 @@ from threadpoolctl import threadpool_limits
 from ._validation import check_int
 from .plotting import use_course_style
 
-__all__ = ["setup"]
+__all__ = ["setup", "use_hosted_widgets", "TESTED_TORCH"]
+
+#: The oldest PyTorch every lesson was run on (make test's pin). An older one may work; the stored outputs are not
+#: checked against it.
+TESTED_TORCH = (2, 13)
 
 
 def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
@@ -21,7 +26,9 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
     threads (float32 reductions can round differently with a different
     number of threads, and timings compare fairly only on equal threads);
     prints arrays with 4
-    decimals; and applies the course's figure style.
+    decimals; applies the course's figure style; switches on the widget
+    manager of a hosted notebook where there is one (:func:`use_hosted_widgets`);
+    and says in one line when PyTorch is older than :data:`TESTED_TORCH`.
 
     Parameters
     ----------
@@ -60,7 +67,36 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
         torch.manual_seed(seed)
         torch.set_num_threads(int(threads))
         torch.set_printoptions(precision=4, sci_mode=False)
+        version = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+        if version < TESTED_TORCH:
+            print(f"Note: PyTorch {torch.__version__} is older than the {'.'.join(map(str, TESTED_TORCH))} the course "
+                  "was tested with; a printed value may differ from the stored one.")
     import matplotlib.pyplot  # noqa: F401  (activates the inline backend before styling)
 
     use_course_style()
+    use_hosted_widgets()
     return np.random.default_rng(seed)
+
+
+def use_hosted_widgets() -> bool:
+    """Switch on Google Colab's manager for ipywidgets, where the notebook runs on Colab.
+
+    Colab draws ipywidgets (the lessons' sliders) only with its custom widget
+    manager switched on. Elsewhere this does nothing.
+
+    Returns
+    -------
+    bool
+        Whether a hosted widget manager was switched on.
+
+    Examples
+    --------
+    >>> use_hosted_widgets()  # not on Colab
+    False
+    """
+    try:
+        output = importlib.import_module("google.colab.output")
+    except ImportError:
+        return False
+    output.enable_custom_widget_manager()
+    return True

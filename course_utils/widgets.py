@@ -119,13 +119,20 @@ class _Explorer(widgets.VBox):
         self._sliders = sliders
         for name, slider in sliders.items():
             slider.description = slider.description or name
+            if isinstance(slider, widgets.FloatLogSlider):  # its range and scale, next to it
+                low, high = slider.base**slider.min, slider.base**slider.max
+                slider.description += f" ({low:g} to {high:g}, log scale)"
+            slider.style.description_width = "initial"  # the whole description, and the track after it
+            slider.layout = widgets.Layout(width="560px", max_width="100%")
         self.figure = Figure(figsize=figsize, layout="constrained")
         FigureCanvasAgg(self.figure)
         self._frame = build(self.figure)
         self._shown: list[Artist] = []
         self._background: Any = None
         self.result: Any = None
-        self.image = widgets.Image(format="png")
+        # At its natural size: a picture stretched to the page's width looks larger than every other figure.
+        width = f"{round(self.figure.bbox.width)}px"
+        self.image = widgets.Image(format="png", layout=widgets.Layout(width=width, max_width="100%"))
         super().__init__([*sliders.values(), self.image])
         self.add_class("widget-interact")
         self.update()
@@ -719,7 +726,7 @@ def fading_explorer(
 ) -> _Explorer:
     """A slider for the number of keys n that redraws the weight of the one relevant key.
 
-    The row is lesson 09's toy: ``n - 1`` irrelevant keys with score 0 and
+    The row is lesson 09b's toy: ``n - 1`` irrelevant keys with score 0 and
     one relevant key (the last) with score `gap`. Each mapping turns the row
     into weights, and a bar shows the weight it gives the relevant key, on a
     fixed axis from 0 to 1: plain softmax fades like ``e^gap / (e^gap + n - 1)``.

@@ -91,6 +91,7 @@ CALLS = {
 NO_FLOAT_INPUT = {
     "causal_mask": "sizes in, bool out",
     "padding_mask": "integer lengths in, bool out",
+    "toy_sentence": "a seed and sizes in; draws float64 data",
     "exp_limits": "takes a dtype and returns Python floats for it",
     "sample_dot_products": "a random generator and sizes in; draws float64 samples",
     "sample_scores": "a random generator and sizes in; draws float64 samples",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -9,9 +11,16 @@ from hypothesis import strategies as st
 
 from course_utils import exercises
 from course_utils.exercises import FunctionExercise, ValueExercise, all_exercises
-from course_utils.exercises.core import Verdict, generic_variants
+from course_utils.exercises.core import ChoiceExercise, Verdict, generic_variants
 
 ALL = list(all_exercises())
+
+
+def _unwrapped(text):
+    """`text` with every run of whitespace made one space: what was printed, before it was wrapped."""
+    return " ".join(text.split())
+
+
 IDS = [f"{ex.lesson}.{ex.name}" for ex in ALL]
 WRONG = [(ex, label) for ex in ALL for label in ex.wrong_answers]
 
@@ -102,7 +111,7 @@ def test_a_broken_function_gets_a_clear_message_not_a_traceback(ex, kind, capsys
         if ex.early_properties:  # e.g. "return a bool mask": that message comes first, and is the right one
             phrase = "Not yet"
     assert ex.check(answer).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert phrase in out and "Traceback" not in out
 
 
@@ -113,7 +122,7 @@ def test_a_broken_function_gets_a_clear_message_not_a_traceback(ex, kind, capsys
 )
 def test_a_malformed_prediction_gets_a_clear_message(ex, answer, phrase, capsys):
     assert ex.check(answer).status == "incorrect"
-    assert phrase in capsys.readouterr().out
+    assert phrase in _unwrapped(capsys.readouterr().out)
 
 
 def test_load_gives_fresh_hint_counters(capsys):
@@ -159,36 +168,12 @@ def test_the_verdict_stays_readable_by_code(capsys):
 
 # --- Generated wrong variants: the whole family of plausible mistakes is rejected ----------
 
-#: (exercise, label) for every generated or generic wrong answer of every function exercise,
-#: including the exercises of lessons whose modules declare no variants of their own.
-GENERATED = [(ex, label) for ex in FUNCTIONS for label in {**ex.variants, **generic_variants(ex)}]
+# Each exercise's whole family (hand-picked, generated and generic wrong answers) is checked by
+# test_every_known_mistake_is_rejected_named_and_followed_by_its_own_next_step, below.
 
 
 def _pool(ex):
     return list(ex.cases) + list(ex.probes)
-
-
-@pytest.mark.parametrize("ex,label", GENERATED, ids=[f"{e.lesson}.{e.name}: {l}" for e, l in GENERATED])
-def test_every_generated_variant_that_is_wrong_somewhere_is_rejected(ex, label):
-    wrong = ex.known_mistakes()[label]
-    wrong_on = [c.describe() for c in _pool(ex) if not ex.agrees_with_reference(wrong, c)]
-    if wrong_on:
-        verdict = ex.evaluate(wrong)
-        assert verdict.status == "incorrect", f"{label} is wrong on {wrong_on[0]} but the checker accepts it"
-    else:  # a generic variant may coincide with the reference (float16 on inputs float16 holds exactly)
-        assert label not in ex.variants, f"the declared variant {label!r} is right on every case and probe"
-
-
-DECLARED = [(ex, label) for ex in FUNCTIONS for label in ex.variants]
-
-
-@pytest.mark.parametrize("ex,label", DECLARED, ids=[f"{e.lesson}.{e.name}: {l}" for e, l in DECLARED])
-def test_a_generated_mistake_is_named_in_the_feedback(ex, label):
-    message = ex.evaluate(ex.variants[label]).message
-    named = ex.diagnose(ex.variants[label])
-    assert named is not None and f"This is exactly what {named} gives." in message
-    if named in ex.advice:
-        assert ex.advice[named] in message
 
 
 SOFTMAX_LIKE = [ex for ex in FUNCTIONS if any(label.startswith("shifting by the row mean") for label in ex.variants)]
@@ -216,7 +201,7 @@ def test_clipping_the_logits_is_caught_on_a_gap_between_large_logits():
 
 
 @pytest.mark.parametrize("ex", FUNCTIONS, ids=[f"{e.lesson}.{e.name}" for e in FUNCTIONS])
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=12, deadline=None)
 @given(data=st.data())
 def test_any_answer_off_by_more_than_the_tolerance_on_one_entry_of_one_case_is_rejected(ex, data):
     case_index = data.draw(st.integers(0, len(ex.cases) - 1), label="case")
@@ -307,3 +292,203 @@ def test_a_wrong_batch_of_matrices_is_shown_by_its_first_differing_entry():
     message = ex.evaluate(wrong).message
     assert "at index (1, 2, 3): 5.0 instead of 2.0" in message
     assert "differs from the expected an array" not in message
+
+
+# --- Hints go one step beyond the feedback ------------------------------------------------
+
+
+def _fresh(ex):
+    """A new instance of `ex`, with no check and no hint behind it."""
+    return getattr(exercises.load(ex.lesson), ex.name)
+
+
+def _mistakes(ex):
+    """Every labelled wrong answer of `ex`: hand-picked, generated and generic (function exercises)."""
+    return ex.known_mistakes() if isinstance(ex, FunctionExercise) else dict(ex.wrong_answers)
+
+
+@pytest.mark.parametrize("ex", ALL, ids=IDS)
+def test_every_known_mistake_has_a_next_step_that_names_code_or_a_formula(ex):
+    missing = [label for label in _mistakes(ex) if label not in ex.next_steps]
+    assert not missing, f"no next step for {missing}"
+    vague = [label for label in _mistakes(ex) if "`" not in ex.next_steps[label]]
+    assert not vague, f"these next steps name no code or formula in backticks: {vague}"
+
+
+@pytest.mark.parametrize("ex", ALL, ids=IDS)
+def test_every_known_mistake_is_rejected_named_and_followed_by_its_own_next_step(ex, capsys):
+    """The whole family of each exercise's wrong answers (1,100 in all), one test per exercise.
+
+    Each wrong answer (hand-picked, generated, and for function exercises the generic ones) that is wrong on some
+    case or probe is rejected; its feedback names the mistake ("This is exactly what ... gives.") with the
+    mistake's advice; and the hint after it is that mistake's next step, beyond the feedback. Mistakes with
+    different feedback get different next steps. Every failure is collected and named by its label. (As one test
+    item per wrong answer, pytest's own work per item and the repeated checks cost more than the checks once.)
+    """
+    wrong, found = [], {}
+    for label, answer in _mistakes(ex).items():
+        fresh = _fresh(ex)
+        verdict = fresh.check(answer)
+        if verdict.passed:  # a generic variant may coincide with the reference (float16 on inputs it holds exactly)
+            wrong_on = [c.describe() for c in _pool(ex) if not ex.agrees_with_reference(answer, c)]
+            if wrong_on or label not in generic_variants(ex):
+                wrong.append(f"{label!r} passed" + (f" but is wrong on {wrong_on[0]}" if wrong_on else ""))
+            capsys.readouterr()
+            continue
+        feedback = _unwrapped(capsys.readouterr().out)
+        if verdict.mistake is None:
+            wrong.append(f"{label!r} was rejected but not diagnosed")
+            continue
+        if isinstance(ex, FunctionExercise) and label in ex.variants:
+            if f"This is exactly what {verdict.mistake} gives." not in verdict.message:
+                wrong.append(f"{label!r} is not named in the feedback")
+            elif verdict.mistake in ex.advice and ex.advice[verdict.mistake] not in verdict.message:
+                wrong.append(f"{label!r}: the feedback lacks the advice for {verdict.mistake!r}")
+        fresh.hint()
+        shown = _unwrapped(capsys.readouterr().out)
+        step = _unwrapped(ex.next_steps[verdict.mistake])
+        if shown != f"Next step for this mistake: {step}":
+            wrong.append(f"{label!r}: the hint showed {shown!r}")
+        elif step in feedback or _unwrapped(ex._hints[0]) in shown or "Hint 1 of" in shown:
+            wrong.append(f"{label!r}: the next step repeats the feedback or hint 1")
+        found[verdict.mistake] = (verdict.message, verdict.next_step)
+    assert not wrong, "; ".join(wrong)
+    steps = {}
+    for message, step in found.values():  # one message per diagnosed mistake: different mistakes, different steps
+        steps.setdefault(step, set()).add(message)
+    shared = {step: messages for step, messages in steps.items() if len(messages) > 1}
+    assert not shared, f"one next step for different feedback: {shared}"
+
+
+@pytest.mark.parametrize("ex", ALL, ids=IDS)
+def test_before_any_check_the_hints_start_from_the_top(ex, capsys):
+    _fresh(ex).hint()
+    out = capsys.readouterr().out
+    assert _unwrapped(out) .startswith(f"Hint 1 of {len(ex._hints)}: {_unwrapped(ex._hints[0])}")
+
+
+def test_after_the_next_step_the_hints_go_on_one_step_each_and_a_new_mistake_starts_over(capsys):
+    ex = exercises.load("01").q1
+    mean = ex.variants["shifting by the row mean instead of each row's own maximum"]
+    ex.check(mean)
+    capsys.readouterr()
+    for _ in range(4):
+        ex.hint()
+    out = capsys.readouterr().out
+    assert [line.split(":")[0] for line in out.splitlines() if line[:4] in ("Next", "Hint")] == [
+        "Next step for this mistake", "Hint 2 of 3", "Hint 3 of 3", "Hint 3 of 3"]
+    ex.check(mean)  # the check cell run again with the same answer: the hints go on
+    capsys.readouterr()
+    ex.hint()
+    assert capsys.readouterr().out.startswith("Hint 3 of 3")
+    ex.check(ex.wrong_answers["normalizing over the wrong axis"])  # another mistake: its own next step first
+    capsys.readouterr()
+    ex.hint()
+    out = _unwrapped(capsys.readouterr().out)
+    assert out == f"Next step for this mistake: {_unwrapped(ex.next_steps['normalizing over the wrong axis'])}"
+
+
+def test_after_a_failure_with_no_diagnosis_the_hints_start_from_the_top(capsys):
+    ex = exercises.load("01").q1
+    ex.check(lambda x: np.full(np.shape(x), 0.3))  # fails "sums to 1", and no known mistake explains it
+    ex.hint()
+    capsys.readouterr()
+    # Right in every property, wrong only in the numbers, like no known mistake.
+    verdict = ex.check(lambda x: 0.999 * ex.reference(x) + 0.001 / np.shape(x)[-1])
+    assert verdict.status == "incorrect" and verdict.mistake is None and verdict.next_step is None
+    capsys.readouterr()
+    ex.hint()
+    assert capsys.readouterr().out.startswith("Hint 1 of 3")
+
+
+def test_a_failed_property_names_its_next_step_when_no_known_mistake_explains_the_answer(capsys):
+    ex = exercises.load("01").q1
+    verdict = ex.check(lambda x: np.full(np.shape(x), 0.3))
+    assert verdict.mistake == "the property sums_to_one"
+    assert "keepdims=True" in verdict.next_step and verdict.next_step not in verdict.message
+    capsys.readouterr()
+    ex.hint()
+    assert capsys.readouterr().out.startswith("Next step for this mistake: Print `out.sum(axis=-1)`")
+
+
+# --- Solutions: Markdown in a notebook, plain text elsewhere ---------------------------------
+
+
+@pytest.mark.parametrize("ex", ALL, ids=IDS)
+def test_the_solution_reads_as_plain_text_outside_a_notebook(ex, capsys):
+    ex.solution()
+    out = capsys.readouterr().out
+    prose = [line.split("`")[::2] for line in out.splitlines() if not line.startswith("    ")]  # outside code
+    emphasis = re.compile(r"(?<![\w*])\*{1,2}[A-Za-z][^*]*[A-Za-z]\*{1,2}(?![\w*])")
+    assert "```" not in out and not any(emphasis.search(part) for parts in prose for part in parts)
+    assert all(len(line) <= exercises.core.WIDTH or line.startswith(("    ", "|")) or "`" in line or "[" in line
+               for line in out.splitlines())
+
+
+def test_the_solution_is_rendered_as_markdown_in_a_notebook_with_plain_text_as_the_fallback(monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(exercises.core, "_rich_frontend", lambda: True)
+    monkeypatch.setattr(IPython.display, "display", lambda obj, raw=False: shown.append((obj, raw)))
+    ex = exercises.load("01").q1
+    ex.solution()
+    (bundle, raw), = shown
+    assert raw and bundle["text/markdown"].count("```") == 2 and "*its own*" in bundle["text/markdown"]
+    plain = bundle["text/plain"]
+    assert "```" not in plain and "its own maximum" in plain and "*its own*" not in plain
+    assert "    def stable_softmax(x):" in plain  # the code, indented as a block
+
+
+def test_outside_an_ipython_kernel_there_is_no_rich_frontend():
+    assert exercises.core._rich_frontend() is False
+
+
+def test_emphasis_is_removed_but_code_is_left_as_written():
+    text = exercises.core.plain_text("Use *both* and **all**, not `a*b*c` or 2*3*4.\n```python\ny = x ** 2 * z\n```")
+    assert text == "Use both and all, not `a*b*c` or 2*3*4.\n\n    y = x ** 2 * z\n"
+
+
+# --- Printed text is wrapped at words, never inside a word, code or an array -----------------
+
+
+def test_long_feedback_is_wrapped_at_words_and_keeps_arrays_whole(capsys):
+    ex = exercises.load("01").q1
+    verdict = ex.check(ex.variants["shifting by the row mean instead of each row's own maximum"])
+    out = capsys.readouterr().out
+    lines = out.rstrip("\n").split("\n")
+    assert len(lines) > 2 and all(len(line) <= exercises.core.WIDTH for line in lines)
+    assert _unwrapped(out) == _unwrapped(verdict.message)  # only spaces became line breaks
+    words = set(verdict.message.split())
+    assert all(word in words for line in lines for word in line.split())  # no word was cut in two
+    arrays = [a for a in verdict.message.replace("\n", " ").split("[") if "]" in a]
+    assert all(f"[{a.split(']')[0]}]" in out.replace("\n", "~") for a in arrays)  # every array on one line
+
+
+def test_code_list_items_and_tables_are_kept_intact():
+    wrap = exercises.core.wrap
+    code = "```python\n" + "x = " + " + ".join(["a_long_name"] * 10) + "\n```"
+    assert wrap(code) == code
+    row = "| " + " | ".join(["a cell of a table"] * 6) + " |"
+    assert wrap(row) == row
+    item = "- " + "word " * 30
+    assert all(line.startswith("  ") for line in wrap(item.strip()).splitlines()[1:])
+
+
+def test_a_lone_bracket_or_backtick_does_not_stop_the_wrapping():
+    text = "in the half-open interval [0, 1) " + "word " * 40 + "and one ` backtick " + "word " * 40
+    assert all(len(line) <= 88 for line in exercises.core.wrap(text).splitlines())
+
+
+@pytest.mark.parametrize("width", [5, 88.0, "88"])
+def test_a_bad_width_is_rejected_by_name(width):
+    with pytest.raises(ValueError, match="width"):
+        exercises.core.wrap("text", width)
+
+
+@pytest.mark.parametrize("ex", ALL, ids=IDS)
+def test_hints_are_wrapped(ex, capsys):
+    for _ in range(len(ex._hints)):
+        ex.hint()
+    for line in capsys.readouterr().out.splitlines():
+        assert len(line) <= exercises.core.WIDTH or "`" in line or "[" in line, line

@@ -518,3 +518,118 @@ def test_the_shortcut_is_seeded_and_checks_its_arguments():
         sample_attention_gradients(16, 4, 10, rng(), scaled=1)
     with pytest.raises(TypeError, match="rng"):
         sample_attention_gradients(16, 4, 10, 0, scaled=True)
+
+
+# --- lesson 08: normalizing the keys alone, and the learning-rate sweep -----------------------------
+
+from course_utils.experiments import TextProgress, learning_rate_sweep  # noqa: E402
+
+
+def test_key_norm_scores_are_the_query_against_keys_of_length_sqrt_d_k():
+    d_k = 8
+    w_q, w_k, labels = init_retrieval_params(d_k, 3)
+    x, y, t, query = (a[None] for a in next(retrieval_batches(3, batch=4)))
+    c = torch.tensor([0.5], dtype=torch.float64)
+    out = retrieval_forward(w_q[None], w_k[None], labels[None], c, torch.tensor([False]), (x, y, t, query),
+                            key_norm=torch.tensor([True]))
+    q, k = query[0] @ w_q, x[0] @ w_k  # (B, d_k), (B, S, d_k)
+    expected = 0.5 * torch.einsum("bd,bsd->bs", q, math.sqrt(d_k) * k / k.norm(dim=-1, keepdim=True))
+    torch.testing.assert_close(out["scores"][0], expected, rtol=1e-12, atol=1e-12)
+    # q keeps its length: doubling W_q doubles the scores (QK-norm would leave them unchanged)
+    doubled = retrieval_forward(2 * w_q[None], w_k[None], labels[None], c, torch.tensor([False]), (x, y, t, query),
+                                key_norm=torch.tensor([True]))
+    torch.testing.assert_close(doubled["scores"], 2 * out["scores"], rtol=1e-12, atol=1e-12)
+
+
+def test_an_arm_cannot_normalize_both_ways_and_a_model_cannot_either():
+    with pytest.raises(ValueError, match="key_norm"):
+        Arm("both", qk_norm=True, key_norm=True)
+    w_q, w_k, labels = init_retrieval_params(8, 0)
+    batch = tuple(a[None] for a in next(retrieval_batches(0, batch=2)))
+    with pytest.raises(ValueError, match="key_norm"):
+        retrieval_forward(w_q[None], w_k[None], labels[None], torch.tensor([1.0], dtype=torch.float64),
+                          torch.tensor([True]), batch, key_norm=torch.tensor([True]))
+
+
+def test_adding_a_keys_only_arm_leaves_the_other_arms_runs_unchanged(short_run):
+    keys_only = Arm("keys only", c_power=0.5, key_norm=True)
+    run = train_retrieval(ARMS08 + [keys_only], 64, [0, 1], steps=40, lr=1e-2)
+    np.testing.assert_allclose(run["loss"][:, :6], short_run["loss"], rtol=1e-9)
+    np.testing.assert_allclose(run["loss"][0, 6], run["loss"][0, 1], rtol=0.05)  # starts near the scaled arm
+    assert np.isfinite(run["loss"]).all() and (run["loss"][-10:, 6].mean(axis=0) < run["loss"][:10, 6].mean(axis=0)).all()
+
+
+def test_the_sweep_keeps_each_rates_final_loss_and_c_as_train_retrieval_does():
+    arms, lrs = [ARMS08[1], ARMS08[4]], [2e-3, 8e-3]
+    sweep = learning_rate_sweep(arms, 16, [0, 1], lrs, steps=24, final_steps=5, progress=False)
+    assert sweep["final"].shape == sweep["c"].shape == (2, 2, 2)
+    np.testing.assert_array_equal(sweep["lr"], lrs)
+    for r, lr in enumerate(lrs):
+        run = train_retrieval(arms, 16, [0, 1], steps=24, lr=lr)
+        np.testing.assert_allclose(sweep["final"][r], run["loss"][-5:].mean(axis=0), rtol=1e-12)
+        np.testing.assert_allclose(sweep["c"][r], run["c"][-1], rtol=1e-12)
+    # the learnable c moves further at the larger rate
+    assert (sweep["c"][1, 1] < sweep["c"][0, 1]).all()
+
+
+def test_the_sweep_window_defaults_to_an_eighth_of_the_steps():
+    sweep = learning_rate_sweep(ARMS08[:1], 8, [0], [1e-2], steps=16, progress=False)
+    run = train_retrieval(ARMS08[:1], 8, [0], steps=16, lr=1e-2)
+    np.testing.assert_allclose(sweep["final"][0], run["loss"][-2:].mean(axis=0), rtol=1e-12)
+
+
+def test_the_sweep_shows_one_bar_over_all_rates_and_ends_with_what_ran(capsys, monkeypatch):
+    import IPython
+
+    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # outside a kernel, even after a test that made a shell
+    learning_rate_sweep(ARMS08[:1], 8, [0], [1e-3, 2e-3], steps=10)
+    err = capsys.readouterr().err
+    percents = [int(part.rsplit("]", 1)[1].strip(" %")) for part in err.split("\r") if part.startswith("learning-rate sweep [")]
+    assert percents == sorted(percents) and percents[-1] == 100 and 50 in percents
+    assert err.rstrip().endswith("trained 1 arms x 1 seeds at 2 learning rates, 10 steps each")
+
+
+def test_text_progress_draws_the_percentage_as_a_bar():
+    bar = TextProgress("work", width=4, show=False)
+    assert bar.text() == "work [....]   0%"
+    bar.value = 50
+    assert (bar.value, bar.text()) == (50, "work [##..]  50%")
+    bar.value = 100
+    assert bar.text() == "work [####] 100%"
+    with pytest.raises(ValueError, match="width"):
+        TextProgress("work", width=0)
+    with pytest.raises(TypeError, match="label"):
+        TextProgress(3)
+    with pytest.raises(TypeError, match="value"):
+        bar.value = 0.5
+
+
+@pytest.mark.parametrize(
+    "kwargs,error,match",
+    [
+        ({"lrs": []}, TypeError, "lrs"),
+        ({"lrs": 1e-3}, TypeError, "lrs"),
+        ({"lrs": [1e-3, -1.0]}, ValueError, r"lrs\[1\]"),
+        ({"lrs": [float("inf")]}, ValueError, r"lrs\[0\]"),
+        ({"steps": 0}, ValueError, "steps"),
+        ({"final_steps": 0}, ValueError, "final_steps"),
+        ({"final_steps": 5}, ValueError, "final_steps"),
+        ({"progress": 1}, TypeError, "progress"),
+        ({"arms": []}, TypeError, "arms"),
+    ],
+)
+def test_the_sweep_rejects_bad_arguments_by_name(kwargs, error, match):
+    args = {"arms": ARMS08[:1], "d_k": 8, "seeds": [0], "lrs": [1e-3], "steps": 4, "progress": False}
+    args.update(kwargs)
+    with pytest.raises(error, match=match):
+        learning_rate_sweep(args.pop("arms"), args.pop("d_k"), args.pop("seeds"), args.pop("lrs"), **args)
+
+
+def test_scale_arms_are_the_seven_arms_of_lessons_08_and_08b_in_order():
+    from course_utils.experiments import scale_arms
+
+    arms = scale_arms()
+    assert [a.name[:3] for a in arms] == [f"({x})" for x in "abcdefg"]
+    assert arms[1].c_power == 0.5 and arms[3].init_power == arms[3].lr_power == 0.25
+    assert arms[4].learnable and arms[5].qk_norm and arms[6].key_norm and not arms[6].qk_norm
+    assert scale_arms() is not scale_arms()  # a fresh list each call

@@ -24,8 +24,11 @@ def _report(name: str) -> dict:
     return json.loads((DATA / name).read_text())
 
 
-def test_the_pin_is_read_from_pyproject():
+def test_the_pin_is_read_from_the_constraints_file(tmp_path):
     assert install_torch.pinned_requirement() == "torch==2.13.0"
+    (tmp_path / "c.txt").write_text("# torch==1.0\nnumpy==2.4.6\ntorch>=2\n")
+    with pytest.raises(SystemExit, match="must pin torch exactly"):
+        install_torch.pinned_requirement(tmp_path / "c.txt")
 
 
 def test_a_report_that_pulls_nvidia_packages_goes_to_the_cpu_index():

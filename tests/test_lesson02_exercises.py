@@ -11,14 +11,14 @@ import torch
 
 from course_utils import exercises
 from course_utils.exercises.lesson02 import Q3_TERMS
-from test_exercises import _shown_solution
+from test_exercises import _shown_solution, _unwrapped
 
 EX = exercises.load("02")
 
 
 def rejected(ex, answer, capsys) -> str:
     assert ex.check(answer).status == "incorrect"
-    return capsys.readouterr().out
+    return _unwrapped(capsys.readouterr().out)
 
 
 # --- q1: the largest integer score whose e^x is finite in float32 ------------------------
@@ -32,9 +32,11 @@ def test_q1_reference_is_the_floor_of_the_log_of_the_largest_float32():
         assert np.isinf(np.exp(np.float32(EX.q1.reference + 1)))
 
 
-@pytest.mark.parametrize("answer", [x for x in range(0, 1001) if x != 88] + [88.5, 88.7, 87.9, -88])
-def test_q1_every_other_integer_and_every_rounding_of_the_limit_is_rejected(answer):
-    assert EX.q1.evaluate(answer).status == "incorrect"
+def test_q1_every_other_integer_and_every_rounding_of_the_limit_is_rejected():
+    # One test over all 1004 answers: as 1004 test items, pytest's own work per item cost more than the checks.
+    accepted = [a for a in [x for x in range(0, 1001) if x != 88] + [88.5, 88.7, 87.9, -88]
+                if EX.q1.evaluate(a).status != "incorrect"]
+    assert accepted == []
 
 
 # --- q2: a stable log-softmax ------------------------------------------------------------

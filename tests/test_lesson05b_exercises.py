@@ -11,6 +11,7 @@ import torch.nn.functional as F
 
 from course_utils import exercises
 from course_utils.exercises.lesson05b import BUGGY_CODE
+from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 EX = exercises.load("05b")
 NAMES = ["q1", "q2", "q3", "q4"]
@@ -28,10 +29,10 @@ def test_the_buggy_code_as_shown_is_rejected(name, capsys):
     namespace, function = buggy(name)
     if name == "q4":
         assert not EX.q4.check(function)
-        assert "NameError" in capsys.readouterr().out
+        assert "NameError" in _unwrapped(capsys.readouterr().out)
         namespace["d_k"] = 3  # the seed leaves d_k undefined; give it the size of the first case's vectors
     assert not getattr(EX, name).check(function)
-    assert "known mistake" in capsys.readouterr().out or name == "q4"
+    assert "known mistake" in _unwrapped(capsys.readouterr().out) or name == "q4"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -39,7 +40,7 @@ def test_each_wrong_variant_is_named_in_the_feedback(name, capsys):
     ex = getattr(EX, name)
     for label, wrong in ex.wrong_answers.items():
         assert not ex.check(wrong), label
-        out = capsys.readouterr().out
+        out = _unwrapped(capsys.readouterr().out)
         assert "known mistake" in out or "changes when only" in out or "in place" in out, (label, out)
         assert "tensor of shape" in out and "[[" not in out, "the feedback names shapes, not contents"
 
@@ -158,7 +159,7 @@ def test_q2_a_future_score_dominates_in_one_case_so_renormalizing_after_gives_na
     renormalized = EX.q2.wrong_answers["masking after the softmax, then renormalizing"]
     assert renormalized(q, k, v)[0].isnan().all()
     assert not EX.q2.check(renormalized)
-    assert "renormalizing divides 0 by 0" in capsys.readouterr().out
+    assert "renormalizing divides 0 by 0" in _unwrapped(capsys.readouterr().out)
 
 
 def test_q2_renormalizing_after_agrees_with_the_reference_on_the_order_one_cases():
@@ -187,13 +188,13 @@ def _learner_attention(guard):
 
 def test_q4_a_guard_that_multiplies_by_has_key_is_named_as_such(capsys):
     assert not EX.q4.check(_learner_attention(lambda w, has_key: w * has_key.float()))
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "multiplying by `mask.any(-1, keepdim=True)`" in out and "NaN × 0 is NaN" in out
 
 
 def test_q4_an_answer_with_no_guard_is_not_told_it_multiplied(capsys):
     assert not EX.q4.check(_learner_attention(lambda w, has_key: w))
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "without a working guard" in out and "'zeroing' them by multiplying" not in out
 
 
@@ -208,7 +209,7 @@ def test_q4_is_called_with_mask_none_and_an_answer_that_needs_a_mask_is_told(cap
 
     assert any(len(c.args) == 4 and c.args[3] is None for c in EX.q4.cases)
     assert not EX.q4.check(needs_a_mask)
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "raised TypeError" in out and "None)" in out
 
 
@@ -218,7 +219,7 @@ def test_q4_scaling_by_the_square_root_of_d_v_is_rejected_and_named(capsys):
         return _learner_attention(lambda w, has_key: w.nan_to_num(0.0))(Q * math.sqrt(Q.size(-1) / V.size(-1)), K, V, mask)
 
     assert not EX.q4.check(by_d_v)
-    assert "√d_v" in capsys.readouterr().out
+    assert "√d_v" in _unwrapped(capsys.readouterr().out)
 
 
 def test_q4_an_answer_that_divides_the_callers_q_in_place_is_rejected(capsys):
@@ -227,4 +228,4 @@ def test_q4_an_answer_that_divides_the_callers_q_in_place_is_rejected(capsys):
         return F.scaled_dot_product_attention(Q, K, V, attn_mask=mask, scale=1.0)
 
     assert not EX.q4.check(in_place)
-    assert "in place" in capsys.readouterr().out
+    assert "in place" in _unwrapped(capsys.readouterr().out)

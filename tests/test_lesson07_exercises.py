@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from course_utils import exercises
 from course_utils.tiled import tiled_attention
+from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 EX = exercises.load("07")
 
@@ -50,7 +51,7 @@ def test_q1_the_shown_merge_passes_and_keeps_two_empty_states_empty():
 
 def test_q1_the_unguarded_merge_is_told_about_two_empty_states(capsys):
     assert EX.q1.check(EX.q1.variants["the right formula without a guard for two empty states"]).status == "incorrect"
-    assert "(-inf, 0)" in capsys.readouterr().out
+    assert "(-inf, 0)" in _unwrapped(capsys.readouterr().out)
 
 
 # --- q2: the tiled forward loop -----------------------------------------------------------
@@ -130,7 +131,7 @@ def _whole_matrix(q, k, v, block_q, block_k):
 
 def test_q2_forming_the_whole_score_matrix_is_rejected_by_its_memory(capsys):
     assert EX.q2.check(_whole_matrix).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "score matrix" in out and "MiB" in out and "never form" in out
 
 
@@ -173,7 +174,7 @@ def _torch_tiled(q, k, v, block_q, block_k):  # even a right tiled loop: tracema
 def test_q2_an_answer_in_pytorch_is_refused_since_tracemalloc_cannot_see_its_memory(answer, capsys):
     # tracemalloc sees NumPy's allocations, never PyTorch's: without this refusal these passed as "✓ Correct".
     assert EX.q2.check(answer).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "PyTorch" in out and "tracemalloc" in out and "NumPy" in out
     assert "This is exactly what" not in out  # the output is right: no wrong formula to name
 
@@ -205,12 +206,12 @@ def test_q2_the_pytorch_check_does_not_refuse_numpy_answers():
 def test_q2_each_mistake_the_lesson_names_is_rejected_and_named(label, capsys):
     verdict = EX.q2.check(EX.q2.variants[label])
     assert verdict.status == "incorrect"
-    assert f"This is exactly what {label} gives." in capsys.readouterr().out
+    assert f"This is exactly what {label} gives." in _unwrapped(capsys.readouterr().out)
 
 
 def test_q2_a_nan_from_the_masked_first_tile_gets_the_guard_hint(capsys):
     EX.q2.check(EX.q2.variants["shifting by m_new = -inf when nothing is allowed yet"])
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "first tile of keys scores -inf" in out and "shift by 0" in out
 
 
@@ -237,7 +238,7 @@ def test_q2_a_loop_run_in_float32_is_rejected_and_told_to_use_float64(where, cap
 
     with np.errstate(all="ignore"):
         assert EX.q2.check(in_float32).status == "incorrect"
-    assert "float32" in capsys.readouterr().out
+    assert "float32" in _unwrapped(capsys.readouterr().out)
 
 
 # --- q3: the bytes of K and V ------------------------------------------------------------
@@ -256,7 +257,7 @@ def test_q3_reference_equals_the_bytes_tiled_attention_counts():
 @pytest.mark.parametrize("label", list(EX.q3.wrong_answers))
 def test_q3_each_near_miss_gets_its_own_explanation(label, capsys):
     assert EX.q3.check(EX.q3.wrong_answers[label]).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "max abs diff" not in out  # a sentence about the mistake, not a bare distance
 
 
@@ -280,7 +281,7 @@ def _tile_max_loop(q, k, v, block_q, block_k):
 
 def test_q2_one_maximum_per_tile_instead_of_per_row_is_rejected_and_named(capsys):
     assert EX.q2.check(_tile_max_loop).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "s.max(axis=1)" in out and "-800" in out
 
 
@@ -300,14 +301,14 @@ def _queries_only(q, k, v, block_q, block_k):
 
 def test_q2_tiling_only_the_queries_is_rejected_on_the_case_with_block_q_equal_to_L(capsys):
     assert EX.q2.check(_queries_only).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "block_q = L = 400" in out and "tiling the queries is not enough" in out
 
 
 @pytest.mark.parametrize("answer", [67.1, 67, 67.11])
 def test_q3_mb_rounded_to_three_digits_still_gets_the_mb_explanation(answer, capsys):
     assert EX.q3.check(answer).status == "incorrect"
-    assert "MB" in capsys.readouterr().out
+    assert "MB" in _unwrapped(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("answer", [64, 64.0, 64.1])

@@ -11,13 +11,14 @@ import torch.nn.functional as F
 
 from course_utils import exercises
 from course_utils.tiled import tiled_attention
+from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 EX = exercises.load("07b")
 
 
 def rejected(ex, answer, capsys) -> str:
     assert not ex.check(answer)
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert out.startswith("✗ Not yet")
     return out
 
@@ -249,7 +250,7 @@ def test_q3_the_course_function_itself_passes(capsys):
 ])
 def test_q1_weights_that_are_not_exactly_0_where_and_only_where_the_reference_is_0_are_rejected(named, answer, capsys):
     assert EX.q1.check(answer).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "where the exact weight is" in out and named in out
 
 
@@ -261,7 +262,7 @@ def test_each_float32_answer_is_named(exercise, capsys):
         return ex.reference(*(a.astype(np.float32) if isinstance(a, np.ndarray) else a for a in args)).astype(np.float64)
 
     assert ex.check(in_float32).status == "incorrect"
-    assert "float32" in capsys.readouterr().out
+    assert "float32" in _unwrapped(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("shift", [lambda z: z.max(), lambda z: z.mean(axis=-1, keepdims=True)], ids=["global max", "row mean"])
@@ -276,5 +277,5 @@ def test_q3_one_maximum_over_all_rows_or_a_mean_shift_is_rejected_and_named(shif
             return (np.moveaxis(share, -1, 0)[..., None] * outputs).sum(axis=0)
 
     assert EX.q3.check(merge).status == "incorrect"
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "instead of each row's own maximum" in out and "(chunks, queries)" in out

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from course_utils import exercises, sigmoid_attention, softmax_with_sink
+from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 EX = exercises.load("09")
 
@@ -63,7 +64,7 @@ def test_q1_rejects_shifts_that_are_right_on_moderate_rows_and_says_to_shift_eac
     answer = EX.q1.known_mistakes()[label]
     assert all(np.isfinite(answer(*c.args)).all() for c in EX.q1.cases[:3])  # a plausible answer: fine on small rows
     assert not EX.q1.check(answer)
-    assert "in each row" in capsys.readouterr().out
+    assert "in each row" in _unwrapped(capsys.readouterr().out)
 
 
 def _masked_safe(shift):
@@ -96,7 +97,7 @@ def test_q1_rejects_the_shifts_that_give_nan_within_the_promised_range_and_names
     masked = next(c for c in EX.q1.cases if np.isneginf(c.args[0]).any())
     assert np.array_equal(answer(*masked.args), EX.q1.reference(*masked.args))  # masked rows: right
     assert not EX.q1.check(answer)
-    assert named in capsys.readouterr().out
+    assert named in _unwrapped(capsys.readouterr().out)
 
 
 @pytest.mark.parametrize("name", ["row mean", "row median"])
@@ -119,12 +120,12 @@ def test_q1_declares_lesson_02s_whole_shift_family_and_names_the_sink_in_its_adv
 
 def test_q1_names_the_property_a_renormalized_answer_breaks(capsys):
     EX.q1.check(EX.q1.wrong_answers["renormalizing the weights to sum to 1"])
-    assert "less than 1" in capsys.readouterr().out
+    assert "less than 1" in _unwrapped(capsys.readouterr().out)
 
 
 def test_q1_says_how_to_shift_when_a_fully_masked_row_gives_nan(capsys):
     EX.q1.check(EX.q1.wrong_answers["shifting by the max of x only (nan for a fully masked row)"])
-    assert "max(max x, s)" in capsys.readouterr().out
+    assert "max(max x, s)" in _unwrapped(capsys.readouterr().out)
 
 
 # --- q2: the total sigmoid weight ---------------------------------------------------------
@@ -163,7 +164,7 @@ NEAR_MISSES = [("q1", label, f) for label, f in _q1_near_misses().items()]
 @pytest.mark.parametrize("name,label,answer", NEAR_MISSES, ids=[f"{n}: {l}" for n, l, _ in NEAR_MISSES])
 def test_the_function_checkers_reject_every_generated_near_miss(name, label, answer, capsys):
     assert not getattr(EX, name).check(answer)
-    assert capsys.readouterr().out.startswith("✗ Not yet")
+    assert _unwrapped(capsys.readouterr().out).startswith("✗ Not yet")
 
 
 @pytest.mark.parametrize("floor", [-30.0, -40.0])
@@ -171,7 +172,7 @@ def test_q1_rejects_floored_exponents_that_leave_masked_keys_a_tiny_weight(floor
     answer = EX.q1.known_mistakes()[f"flooring the exponents at {floor:g}"]
     assert np.allclose(answer(*EX.q1.cases[5].args), EX.q1.reference(*EX.q1.cases[5].args), atol=1e-12)  # close, yet not 0
     assert not EX.q1.check(answer)
-    out = capsys.readouterr().out
+    out = _unwrapped(capsys.readouterr().out)
     assert "exactly 0" in out and f"flooring the exponents at {floor:g}" in out
 
 
@@ -179,4 +180,4 @@ def test_q1_rejects_floored_exponents_that_leave_masked_keys_a_tiny_weight(floor
 def test_float32_answers_are_told_to_compute_in_float64(q, capsys):
     ex = getattr(EX, q)
     assert not ex.check(lambda x, s: ex.reference(np.asarray(x, np.float32), np.float32(s)).astype(np.float64))
-    assert "float32" in capsys.readouterr().out
+    assert "float32" in _unwrapped(capsys.readouterr().out)

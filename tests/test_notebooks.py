@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.course import METADATA_KEY, Lesson, header_markdown, learner_minutes, read_course
+from course_utils.course import LESSON_FILE, METADATA_KEY, Lesson, header_markdown, learner_minutes, read_course
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -91,7 +91,10 @@ def test_no_widget_state_is_stored(notebook):
 def test_metadata_is_complete_and_the_header_shows_it(notebook):
     path, nb = notebook
     lesson = Lesson.from_metadata(nb["metadata"].get(METADATA_KEY, {}), path)
-    assert path.name.startswith(lesson.lesson + "_")
+    if lesson.page:  # a page of the course, not a lesson (the sources page): named by its record, never numbered
+        assert not LESSON_FILE.match(path.name) and path.stem == lesson.lesson, "a numbered notebook is a lesson"
+    else:
+        assert path.name.startswith(lesson.lesson + "_")
     first = nb["cells"][0]
     assert first["cell_type"] == "markdown"
     expected = header_markdown(lesson, read_course(path.parent))
@@ -118,7 +121,10 @@ def test_ends_with_a_summary_and_what_comes_next(notebook):
 
 def test_every_lesson_after_the_start_has_exercises_and_questions_with_answers_to_reveal(notebook):
     _, nb = notebook
-    lesson = nb["metadata"][METADATA_KEY]["lesson"]
+    record = nb["metadata"][METADATA_KEY]
+    if "lesson" not in record:
+        return  # a page, not a lesson (the sources page): nothing to exercise; the metadata test checks its record
+    lesson = record["lesson"]
     if lesson == "00":
         return  # the start-here notebook: how the course works, nothing to answer
     from course_utils import exercises

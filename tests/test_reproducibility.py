@@ -61,3 +61,38 @@ def test_setup_pins_numpy_blas_threads_too():
     assert blas and all(pool["num_threads"] == 2 for pool in blas)
     setup(seed=0, threads=1)
     assert all(pool["num_threads"] == 1 for pool in threadpool_info() if pool["user_api"] == "blas")
+
+
+def test_on_colab_setup_switches_on_its_widget_manager(monkeypatch):
+    import sys
+    import types
+
+    calls = []
+    colab, output = types.ModuleType("google.colab"), types.ModuleType("google.colab.output")
+    output.enable_custom_widget_manager = lambda: calls.append("on")
+    colab.output = output
+    google = types.ModuleType("google")
+    google.colab = colab
+    monkeypatch.setitem(sys.modules, "google", google)
+    monkeypatch.setitem(sys.modules, "google.colab", colab)
+    monkeypatch.setitem(sys.modules, "google.colab.output", output)
+    setup()
+    assert calls == ["on"]
+
+
+def test_elsewhere_no_widget_manager_is_touched():
+    from course_utils.reproducibility import use_hosted_widgets
+
+    assert use_hosted_widgets() is False
+
+
+def test_an_older_torch_than_the_tested_one_is_named_in_one_line(monkeypatch, capsys):
+    import torch
+
+    monkeypatch.setattr(torch, "__version__", "2.9.1+cu128")
+    setup()
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and "PyTorch 2.9.1+cu128 is older than the 2.13" in out
+    monkeypatch.setattr(torch, "__version__", "2.14.1")
+    setup()
+    assert capsys.readouterr().out == ""

@@ -63,7 +63,7 @@ def test_make_test_runs_the_driver_with_the_makefiles_nbval_options():
     makefile = (ROOT / "Makefile").read_text()
     assert "\t@$(PY) tools/run_checks.py $(NBVAL)\n" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0] + "\n"
     nbval = run_checks.stages(["--nbval", "--nbval-cell-timeout=30"])["nbval"]
-    assert nbval[0][-3:] == ["--nbval", "--nbval-cell-timeout=30", "notebooks"] and nbval[1] == {"OMP_NUM_THREADS": "2"}
+    assert nbval[0][-3:] == ["--nbval", "--nbval-cell-timeout=30", "notebooks"] and nbval[1] == {"OMP_NUM_THREADS": "2", **run_checks.other_cpu_path()}
 
 
 @pytest.mark.parametrize("name", ["unit", "nbval", "browser"])
@@ -77,10 +77,11 @@ def test_make_runs_each_stage_alone_as_the_driver_defines_it(tmp_path, name):
     assert [p.name for p in tmp_path.iterdir()] == [name] and (tmp_path / name).read_text() == name.upper()
 
 
-def test_the_browser_runs_the_notebooks_on_the_code_paths_of_another_cpu():
+def test_nbval_runs_the_notebooks_on_the_code_paths_of_another_cpu_and_the_browser_on_this_ones():
+    _, env = run_checks.stages(["--nbval"])["nbval"]
+    assert env["ATEN_CPU_CAPABILITY"] in {"avx2", "default"} and env["OMP_NUM_THREADS"] == "2"
     command, env = run_checks.stages(["--nbval"])["browser"]
-    assert command[-1] == "tests/test_browser.py" and env == run_checks.other_cpu_path()
-    assert env["ATEN_CPU_CAPABILITY"] in {"avx2", "default"}
+    assert command[-1] == "tests/test_browser.py" and env == {}
 
 
 AVX512 = (["X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR"], ["AVX", "AVX2", "X86_V3", "AVX512F", "X86_V4", "AVX512_ICL"])

@@ -34,3 +34,16 @@ def test_the_slider_spans_cold_to_hot():
 def test_a_row_explorer_rejects_bad_arguments_by_name(explorer, scores, labels, error, match):
     with pytest.raises(error, match=match):
         explorer(scores, labels)
+
+
+def test_a_log_slider_names_its_range_and_scale_and_the_figure_keeps_its_natural_size():
+    import io
+
+    import PIL.Image
+
+    explorer = temperature_explorer([2.0, 1.0, 0.1])
+    (slider,) = explorer._sliders.values()
+    assert slider.description == "T (0.01 to 100, log scale)"
+    assert slider.style.description_width == "initial" and slider.layout.width == "560px"
+    png_width = PIL.Image.open(io.BytesIO(explorer.image.value)).width
+    assert explorer.image.layout.width == f"{png_width}px" and explorer.image.layout.max_width == "100%"

@@ -34,11 +34,11 @@ NETWORK = ("--timeout", "20", "--retries", "2")
 DRY_RUN_LIMIT = 300  # seconds: the dry run only reads metadata (about 35 s for the CUDA build)
 
 
-def pinned_requirement(pyproject: Path = ROOT / "pyproject.toml") -> str:
-    """The exact ``torch==X`` pin of pyproject.toml."""
-    match = re.search(r'"(torch==[0-9][0-9A-Za-z.+]*)"', pyproject.read_text())
+def pinned_requirement(constraints: Path = ROOT / "constraints.txt") -> str:
+    """The exact ``torch==X`` pin of the course's environments (constraints.txt)."""
+    match = re.search(r"^(torch==[0-9][0-9A-Za-z.+]*)\s*$", constraints.read_text(), re.MULTILINE)
     if not match:
-        raise SystemExit(f"{pyproject.name} must pin torch exactly, as \"torch==X\"")
+        raise SystemExit(f"{constraints.name} must pin torch exactly, as \"torch==X\"")
     return match.group(1)
 
 
@@ -110,7 +110,8 @@ def main(argv: Sequence[str] = ()) -> int:
         return 0
     args, why = install_args(requirement, dry_run(requirement, extra=argv))
     print(f"install_torch: {why}")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *NETWORK, *argv, *args], check=False)
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "--progress-bar", "on", *NETWORK, *argv, *args],
+                          check=False)
     if done.returncode != 0:
         print(
             f"install_torch: could not install {requirement}. Check the network or proxy, or point pip at an "

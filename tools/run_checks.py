@@ -8,17 +8,19 @@ Three stages start together:
 - **unit**: pytest on ``tests/`` and the doctests of ``course_utils``;
 - **nbval**: strict nbval of every notebook with the given options (the
   Makefile's, which allow no cell more than ``CELL_LIMIT`` seconds), with
-  ``OMP_NUM_THREADS=2`` (the stored outputs are made with one thread, by
-  ``tools/notebooks.py execute``);
-- **browser**: every notebook in JupyterLab in headless Chromium, Run All,
-  three at a time, with NumPy, its BLAS and PyTorch sent down the code paths
-  of another CPU (:func:`other_cpu_path`); each notebook's outputs are then
-  compared with the stored ones as strict nbval compares them, so that no
-  stored output may depend on the instruction set.
+  ``OMP_NUM_THREADS=2`` and NumPy, its BLAS and PyTorch sent down the code
+  paths of another CPU (:func:`other_cpu_path`), while the stored outputs are
+  made with one thread on the machine's own paths (``tools/notebooks.py
+  execute``): no stored output may depend on the thread count or the
+  instruction set;
+- **browser**: the notebooks with sliders, and the start page, in JupyterLab
+  in headless Chromium, Run All, three at a time, on this CPU's own code
+  paths; each notebook's outputs are then compared with the stored ones as
+  strict nbval compares them.
 
-So nbval runs each notebook while the browser runs it too and the unit tests
-keep the CPUs busy: the load under which an ipykernel 7 widget cell used to
-hang (issue 16), and the hang check. When the unit tests end before nbval, a
+So nbval runs the notebooks while the browser runs the slider notebooks too
+and the unit tests keep the CPUs busy: the load under which an ipykernel 7
+widget cell used to hang (issue 16), and the hang check. When the unit tests end before nbval, a
 CPU burner takes their place until nbval ends. Only then, with the machine
 quiet again, does the browser stage time its sliders (it waits for the file
 named by ``COURSE_QUIET_FILE`` to disappear).
@@ -101,8 +103,8 @@ def stages(nbval_options: list[str]) -> Stages:
     return {
         # nbval is not needed to collect the unit tests: without it, pytest starts 1 s sooner.
         "unit": (PYTEST + ["-p", "no:nbval", "-p", "no:logging", "-m", "not browser", "tests", "course_utils", "--doctest-modules"], {"OMP_NUM_THREADS": "1"}),
-        "nbval": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "2"}),
-        "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], other_cpu_path()),
+        "nbval": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "2", **other_cpu_path()}),
+        "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], {}),
     }
 
 

@@ -6,7 +6,7 @@ Examples
 >>> verdict = ex.q2.check(...)
 ○ Not attempted yet: replace `...` with your prediction.
 >>> verdict = ex.q2.check([0, 1, 0, 0])
-✗ Not yet: the two 5s are tied, and softmax treats equal scores equally. Who gets the mass?
+✗ Not yet: the two 5s are tied; softmax treats equal scores equally. Who gets the mass?
 >>> verdict.status, bool(verdict)
 ('incorrect', False)
 

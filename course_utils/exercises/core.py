@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+import textwrap
 import tracemalloc
 from fractions import Fraction
 from dataclasses import dataclass, field
@@ -32,6 +34,8 @@ __all__ = [
     "Run",
     "ChoiceExercise",
     "float32_rounding",
+    "generic_next_steps",
+    "plain_text",
     "peak_memory",
     "CLIP_LIMITS",
     "ROW_SHIFTS",
@@ -43,10 +47,12 @@ __all__ = [
     "non_negative",
     "starter",
     "shift_and_clip_advice",
+    "shift_and_clip_next_steps",
     "shift_examples",
     "shift_invariant",
     "shift_variants",
     "sums_to_one",
+    "wrap",
 ]
 
 Status = Literal["correct", "incorrect", "not attempted"]
@@ -58,6 +64,10 @@ class Verdict:
 
     status: Status
     message: str
+    #: The diagnosed mistake (a wrong answer's label, or a failed property's), if any.
+    mistake: str | None = None
+    #: What to change next for that mistake: the first thing ``hint()`` says after this verdict.
+    next_step: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -102,6 +112,139 @@ def describe(value: Any, precision: int = 4) -> str:
     return repr(value)
 
 
+#: Printed feedback, hints and solutions are wrapped at this many columns: JupyterLab breaks a longer
+#: output line wherever the cell ends, even mid-word ("overf/lows").
+WIDTH = 88
+
+_FENCE = re.compile(r"^\s*```")
+_LIST_ITEM = re.compile(r"^(\s*)([-*] |\d+\. )")
+_KEEP = "\x00"  # stands for a space that must not become a line break while a line is wrapped
+
+
+def _protect(line: str) -> str:
+    """`line` with the spaces inside `code` spans and [array] spans replaced by :data:`_KEEP`.
+
+    Only closed spans count: a lone "[" or backtick (a half-open interval, a typo) protects nothing.
+    """
+    keep = [False] * len(line)
+    for match in re.finditer(r"`[^`]*`", line):
+        keep[match.start():match.end()] = [True] * (match.end() - match.start())
+    opened: list[int] = []
+    for i, char in enumerate(line):
+        if char == "[" and not keep[i]:
+            opened.append(i)
+        elif char == "]" and not keep[i] and opened:
+            start = opened.pop()
+            if not opened:  # the outermost bracket closes: the whole array stays on one line
+                keep[start:i + 1] = [True] * (i + 1 - start)
+    return "".join(_KEEP if char == " " and kept else char for char, kept in zip(line, keep))
+
+
+def wrap(text: str, width: int = WIDTH) -> str:
+    r"""`text` with its long prose lines broken at spaces, `width` columns at most where a word allows.
+
+    Code (fenced or indented), table rows, inline `code` and [arrays] are never broken; a list
+    item's continuation lines are indented under its text.
+
+    Examples
+    --------
+    >>> print(wrap("Large scores overflow exp(), so subtract [1000. 999.] row by row.", width=30))
+    Large scores overflow exp(),
+    so subtract [1000. 999.] row
+    by row.
+    >>> print(wrap("- a list item that goes on and on", width=20))
+    - a list item that
+      goes on and on
+    >>> print(wrap("```python\nx = a_very_long_name + another_very_long_name\n```", width=20))
+    ```python
+    x = a_very_long_name + another_very_long_name
+    ```
+    """
+    if not isinstance(width, int) or width < 10:
+        raise ValueError(f"width must be an int of at least 10; got {width!r}")
+    lines, in_fence = [], False
+    for line in text.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        if in_fence or _FENCE.match(line) or len(line) <= width or line[:1] in " \t|" or line.startswith(">>>"):
+            lines.append(line)
+            continue
+        item = _LIST_ITEM.match(line)
+        indent = " " * len(item.group(0)) if item else ""
+        wrapped = textwrap.fill(_protect(line), width, subsequent_indent=indent, break_long_words=False,
+                                break_on_hyphens=False)
+        lines.append(wrapped.replace(_KEEP, " "))
+    return "\n".join(lines)
+
+
+_EMPHASIS = re.compile(r"(?<![\w*`])(\*\*|\*)(?=\S)([^*`\n]+?)(?<=\S)\1(?![\w*])")
+
+
+def plain_text(markdown: str) -> str:
+    r"""`markdown` made readable as plain text: code fences dropped (code indented 4 spaces), emphasis removed.
+
+    Inline `code` keeps its backticks, and the text inside code is left as written. As in Markdown,
+    the lines of one paragraph or list item are joined, so that :func:`wrap` can fill them anew.
+
+    Examples
+    --------
+    >>> print(plain_text("Shift *both* rows\nat once:\n```python\ny = x - m\n```\nThen **normalize** `a*b*c`."))
+    Shift both rows at once:
+    <BLANKLINE>
+        y = x - m
+    <BLANKLINE>
+    Then normalize `a*b*c`.
+    """
+    lines: list[str] = []
+    joinable = False  # whether the last line is prose that the next prose line continues
+    in_fence = False
+    for line in markdown.split("\n"):
+        if _FENCE.match(line):
+            in_fence = not in_fence
+            if lines and lines[-1]:  # a blank line sets the code off from the prose, as the fence did
+                lines.append("")
+            joinable = False
+            continue
+        if in_fence:
+            lines.append("    " + line if line.strip() else "")
+            continue
+        parts = line.split("`")  # even parts are prose, odd parts inline code
+        line = "`".join(_EMPHASIS.sub(r"\2", part) if i % 2 == 0 else part for i, part in enumerate(parts))
+        block = not line.strip() or line[:1] in " \t|"
+        if joinable and not block and not _LIST_ITEM.match(line):
+            lines[-1] += " " + line.strip()
+        else:
+            lines.append(line)
+        joinable = not block
+    return "\n".join(lines)
+
+
+def _say(text: str) -> None:
+    """Print `text` wrapped at :data:`WIDTH` columns."""
+    print(wrap(text))
+
+
+def _rich_frontend() -> bool:
+    """Whether this code runs in an IPython kernel, whose frontend (JupyterLab, VS Code, ...) renders Markdown."""
+    try:
+        from IPython import get_ipython
+    except ImportError:  # plain Python without IPython
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _show_markdown(markdown: str) -> None:
+    """Render `markdown` in a notebook, with its plain text as the fallback; print the plain text elsewhere."""
+    plain = wrap(plain_text(markdown))
+    if _rich_frontend():
+        from IPython.display import display
+
+        display({"text/markdown": markdown, "text/plain": plain}, raw=True)
+    else:
+        print(plain)
+
+
 @dataclass(frozen=True)
 class Case:
     """One input on which a learner's function is called."""
@@ -119,7 +262,11 @@ class _NotAttempted(Exception):
 
 
 class _Failed(Exception):
-    """The learner's answer failed; the message says how."""
+    """The learner's answer failed; the message says how, and `mistake` names a failed property's label."""
+
+    def __init__(self, message: str, mistake: str | None = None) -> None:
+        super().__init__(message)
+        self.mistake = mistake
 
 
 @dataclass
@@ -182,7 +329,27 @@ def float32_rounding(advice: str = "compute in float64 (the inputs are float64; 
             return None
         return f"agrees with the reference only to about 1e-7, the rounding of float32: {advice}"
 
+    property_.next_step = (  # type: ignore[attr-defined]
+        "Print `result.dtype` after each line of your function: the first line that shows float32 is the one "
+        "to change (drop its `astype`, `dtype=` or `torch.float32`)."
+    )
     return property_
+
+
+#: What to change when a property fails and no known mistake explains the answer: the step beyond the
+#: property's own sentence. A property states its next step as its ``next_step`` attribute.
+sums_to_one.next_step = (  # type: ignore[attr-defined]
+    "Print `out.sum(axis=-1)` on that input. Then divide by a sum over the same axis you normalize, "
+    "`e / e.sum(axis=-1, keepdims=True)`: without `keepdims=True` a (2, 3) array is divided by a (2,) one."
+)
+non_negative.next_step = (  # type: ignore[attr-defined]
+    "Print the result after each line on that input: the first line that turns an entry negative (a "
+    "subtraction after `np.exp`, or a division of raw scores `x / x.sum()`) is the one to change."
+)
+shift_invariant.next_step = (  # type: ignore[attr-defined]
+    "Run `f(x)` and `f(x + 100)` side by side, printing each intermediate: the first one that differs by more "
+    "than one constant per row marks the line that uses a fixed number (a clip, `x / x.sum()`, a constant shift)."
+)
 
 
 def peak_memory(function: Callable[..., Any], *args: Any) -> int | None:
@@ -335,6 +502,32 @@ def generic_variants(exercise: "FunctionExercise") -> dict[str, Callable[..., An
     }
 
 
+def generic_next_steps() -> dict[str, str]:
+    """What to change next for each wrong answer of :func:`generic_variants`, by its label."""
+    return {
+        "rounding the result to 4 decimals": (
+            "Remove the `np.round(..., 4)` (or `round()`, or a format string) on your return line: return the "
+            "array exactly as computed, every digit, and round only what you print."
+        ),
+        "computing in float16": (
+            "Delete the `astype(np.float16)` or `dtype=np.float16` (or `.half()`) in your code; print `.dtype` "
+            "after each line to find it, and keep the input's dtype to the end."
+        ),
+        "clipping every input to [-50, 50]": (
+            "Delete the `np.clip(x, -50, 50)` (or any clamp) applied to the inputs at the top of your function: "
+            "pass the inputs on unchanged and handle large values where they are used."
+        ),
+        "a wrong first entry": (
+            "Compare `out.flat[0]` with the expected first entry on the failing input: look at the code that writes "
+            "the first entry, such as a loop that starts at 1, an initial value or a slice `[1:]`."
+        ),
+        "a wrong last entry": (
+            "Compare `out.flat[-1]` with the expected last entry on the failing input: look at how your loops and "
+            "slices end, such as `range(n - 1)`, `[:-1]` or a last block that is skipped."
+        ),
+    }
+
+
 #: What a "stable" softmax might subtract from a row instead of that row's own maximum,
 #: each with the smallest input on which it fails.
 ROW_SHIFTS: dict[str, tuple[Callable[[np.ndarray], Any], str]] = {
@@ -393,6 +586,48 @@ def shift_and_clip_advice(limits: Sequence[float] = CLIP_LIMITS) -> dict[str, st
     return advice
 
 
+#: The code a learner who shifts by each entry of :data:`ROW_SHIFTS` most likely wrote.
+_SHIFT_CODE = {
+    "the row mean": "`x.mean(axis=-1, keepdims=True)`",
+    "the row median": "`np.median(x, axis=-1, keepdims=True)`",
+    "the row's first entry": "`x[..., :1]` (or `x[0]`)",
+    "the row minimum": "`x.min(axis=-1, keepdims=True)`",
+    "one maximum for the whole batch": "`x.max()` (no axis)",
+    "the maximum along the first axis": "`x.max(axis=0, keepdims=True)`",
+    "nothing (the textbook formula)": "",
+    "a constant 1000": "`1000`",
+}
+
+
+def shift_and_clip_next_steps(limits: Sequence[float] = CLIP_LIMITS, scores: str = "x") -> dict[str, str]:
+    """What to change next for each shift and clip variant: the line to edit, beyond :func:`shift_and_clip_advice`.
+
+    `scores` names the array that goes into ``np.exp`` in the exercise's solution ("x", "z", "scores").
+
+    Examples
+    --------
+    >>> shift_and_clip_next_steps(scores="z")["shifting by the row mean instead of each row's own maximum"][:61]
+    'Where you subtract `z.mean(axis=-1, keepdims=True)`, subtract'
+    """
+    if not scores.isidentifier():
+        raise ValueError(f"scores must be a variable name; got {scores!r}")
+    row_max = f"`{scores}.max(axis=-1, keepdims=True)`"
+    steps = {}
+    for name, (_, example) in ROW_SHIFTS.items():
+        code = _SHIFT_CODE[name].replace("`x", f"`{scores}").replace("(x", f"({scores}")
+        where = (f"Before `np.exp`, add the line `{scores} = {scores} - {scores}.max(axis=-1, keepdims=True)`"
+                 if name.startswith("nothing") else f"Where you subtract {code}, subtract {row_max} instead")
+        steps[_shift_label(name)] = f"{where}, then print `np.exp(...)` of it on {example}: no entry may be inf, nor every entry 0."
+    split = 1 / (1 + np.exp(-5.0))
+    for c in limits:
+        top = max(5000.0, 2 * c)
+        steps[f"clipping the scores to [-{c:g}, {c:g}]"] = (
+            f"Delete the `np.clip(..., -{c:g}, {c:g})` line and subtract {row_max} from the raw scores: on "
+            f"[{top:g}, {top - 5:g}] the weights must come out as [{split:.4f}, {1 - split:.4f}], e^0 and e^-5 normalized."
+        )
+    return steps
+
+
 def starter(*args: Any, **kwargs: Any) -> Any:
     """The stub a function exercise ships with: it raises ``NotImplementedError`` ("not attempted")."""
     raise NotImplementedError
@@ -402,6 +637,11 @@ class Exercise:
     """Base class: hints, solution and the never-raising ``check``.
 
     Subclasses implement :meth:`evaluate`, which returns a :class:`Verdict`.
+
+    `hints` are the general hints, from the top. `next_steps` maps the label of each known wrong
+    answer to what to change next, one step beyond the feedback that names it: after a check that
+    diagnosed that mistake, ``hint()`` says it first, then goes on with the general hints after
+    the first (which the feedback already implies).
     """
 
     kind = "exercise"
@@ -416,6 +656,7 @@ class Exercise:
         wrong_answers: Mapping[str, Any],
         hints: Sequence[str],
         solution: str,
+        next_steps: Mapping[str, str] | None = None,
     ) -> None:
         self.lesson = lesson
         self.name = name
@@ -424,7 +665,9 @@ class Exercise:
         self.wrong_answers = dict(wrong_answers)
         self._hints = tuple(hints)
         self._solution = solution
+        self.next_steps = dict(next_steps or {})
         self._hints_shown = 0
+        self._hints_for: str | None = None  # the mistake the hints shown so far were for (None: general)
         self.last_verdict: Verdict | None = None
 
     def __repr__(self) -> str:
@@ -445,24 +688,40 @@ class Exercise:
             verdict = self.evaluate(answer)
         except Exception as exc:  # never show a course_utils traceback to a learner
             verdict = Verdict("incorrect", f"✗ The checker could not use your answer ({type(exc).__name__}: {exc}).")
-        print(verdict.message)
+        _say(verdict.message)
         self.last_verdict = verdict
         return verdict
 
+    def _hint_sequence(self) -> tuple[str | None, list[str]]:
+        """The mistake the hints are for (None: none diagnosed, or no check yet) and the hints, in order."""
+        general = [f"Hint {i + 1} of {len(self._hints)}: {hint}" for i, hint in enumerate(self._hints)]
+        verdict = self.last_verdict
+        if verdict is None or verdict.status != "incorrect" or not verdict.next_step:
+            return None, general
+        return verdict.mistake, [f"Next step for this mistake: {verdict.next_step}", *general[1:]]
+
     def hint(self) -> None:
-        """Print the next hint; each call reveals one more."""
-        if not self._hints:
+        """Print the next hint; each call reveals one more.
+
+        Before any check, or after one that diagnosed no specific mistake, the hints start from the
+        top. After a check that named a mistake, the first hint is the next step for that mistake,
+        beyond what the feedback said. A check that diagnoses another mistake starts over.
+        """
+        mistake, hints = self._hint_sequence()
+        if not hints:
             print("No hints for this one.")
             return
-        shown = min(self._hints_shown, len(self._hints) - 1)
+        if mistake != self._hints_for:
+            self._hints_for, self._hints_shown = mistake, 0
+        shown = min(self._hints_shown, len(hints) - 1)
         self._hints_shown = shown + 1
-        print(f"Hint {shown + 1} of {len(self._hints)}: {self._hints[shown]}")
-        if shown + 1 == len(self._hints):
-            print(f"That was the last hint. `ex.{self.name}.solution()` shows a full answer.")
+        _say(hints[shown])
+        if shown + 1 == len(hints):
+            _say(f"That was the last hint. `ex.{self.name}.solution()` shows a full answer.")
 
     def solution(self) -> None:
-        """Print a worked solution."""
-        print(f"Solution to {self.lesson}.{self.name} ({self.title}):\n\n{self._solution.strip()}")
+        """Show a worked solution: rendered as Markdown in a notebook, as wrapped plain text elsewhere."""
+        _show_markdown(f"Solution to {self.lesson}.{self.name} ({self.title}):\n\n{self._solution.strip()}")
 
 
 _DEFAULT_NONFINITE = (
@@ -517,6 +776,12 @@ class FunctionExercise(Exercise):
         What to tell a learner whose answer behaves exactly like the wrong
         answer or variant of that label, on every case ("you shifted by the
         mean; try [2000, 0]").
+    next_steps : mapping of str to str
+        For the label of each wrong answer, hand-picked or generated, what to
+        change next: the line, operation or formula, one step beyond the
+        feedback and its advice. The generic wrong answers have theirs
+        (:func:`generic_next_steps`), and so may a property (its
+        ``next_step`` attribute), for an answer that fails it unexplained.
     """
 
     kind = "function"
@@ -541,9 +806,11 @@ class FunctionExercise(Exercise):
         variants: Mapping[str, Callable[..., Any]] | None = None,
         probes: Sequence[Case] = (),
         advice: Mapping[str, str] | None = None,
+        next_steps: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
-            lesson, name, title, reference=reference, wrong_answers=wrong_answers, hints=hints, solution=solution
+            lesson, name, title, reference=reference, wrong_answers=wrong_answers, hints=hints, solution=solution,
+            next_steps={**generic_next_steps(), **(next_steps or {})},
         )
         self.cases = tuple(cases)
         self.properties = tuple(properties)
@@ -566,6 +833,17 @@ class FunctionExercise(Exercise):
             for a in (*case.args, *case.kwargs.values())
         )
         return _MASKED_NONFINITE if masked else _DEFAULT_NONFINITE
+
+    @property
+    def next_steps(self) -> dict[str, str]:
+        """Next steps by label: the exercise's own, the generic ones, and each property's."""
+        own = {_property_label(p): p.next_step for p in (*self.early_properties, *self.properties)
+               if getattr(p, "next_step", None)}
+        return {**own, **self._next_steps}
+
+    @next_steps.setter
+    def next_steps(self, steps: Mapping[str, str]) -> None:
+        self._next_steps = dict(steps)
 
     def known_mistakes(self) -> dict[str, Callable[..., Any]]:
         """Every labelled wrong answer: the hand-picked ones, the generated variants and the generic ones."""
@@ -618,7 +896,7 @@ class FunctionExercise(Exercise):
         except _NotAttempted:
             return Verdict(
                 "not attempted",
-                "○ Not attempted yet: replace `raise NotImplementedError` with your code, then run the check again.",
+                "○ Not attempted yet: replace `raise NotImplementedError` with your code and check again.",
             )
         except _Failed as failure:
             message = f"✗ Not yet: {failure}"
@@ -627,7 +905,9 @@ class FunctionExercise(Exercise):
                 message += f"\nThis is exactly what {label} gives."
                 if label in self.advice:
                     message += f" {self.advice[label]}"
-            return Verdict("incorrect", message)
+            else:
+                label = failure.mistake
+            return Verdict("incorrect", message, mistake=label, next_step=self.next_steps.get(label))
         return Verdict("correct", f"✓ Correct! Your function passed all {len(self.cases)} test inputs.")
 
     def _check_case(self, answer: Callable[..., Any], case: Case) -> None:
@@ -639,7 +919,7 @@ class FunctionExercise(Exercise):
         for prop in self.early_properties:
             problem = prop(run)
             if problem:
-                raise _Failed(f"on input {case.describe()} the result {problem}")
+                raise _Failed(f"on input {case.describe()} the result {problem}", _property_label(prop))
         same = (out == expected) | (np.isnan(out) & np.isnan(expected))
         if (~np.isfinite(out) & ~same).any():  # an inf (or nan) the reference also has is right
             raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self._nonfinite_hint(case)}")
@@ -649,7 +929,8 @@ class FunctionExercise(Exercise):
         for prop in self.properties:
             problem = prop(run)
             if problem:
-                raise _Failed(f"on input {case.describe()} the result {problem} (max abs diff from the reference {max_diff:.2g})")
+                raise _Failed(f"on input {case.describe()} the result {problem} (max abs diff from the reference {max_diff:.2g})",
+                              _property_label(prop))
         if not _agree(out, expected, self.rtol, self.atol):
             if out.ndim >= 3:  # too many numbers to print: point at the first entry that differs
                 with np.errstate(invalid="ignore"):
@@ -664,6 +945,11 @@ class FunctionExercise(Exercise):
                 f"on input {case.describe()} the result {shown} differs from the "
                 f"expected {wanted} (max abs diff {max_diff:.2g})"
             )
+
+
+def _property_label(prop: Property) -> str:
+    """The label under which a failed property's next step is found: "the property sums_to_one"."""
+    return f"the property {getattr(prop, '__name__', type(prop).__name__)}"
 
 
 class ValueExercise(Exercise):
@@ -688,6 +974,7 @@ class ValueExercise(Exercise):
         solution: str,
         atol: float = 5e-4,
         rtol: float = 0.0,
+        next_steps: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(
             lesson,
@@ -697,8 +984,9 @@ class ValueExercise(Exercise):
             wrong_answers={label: value for label, (value, _) in wrong_answers.items()},
             hints=hints,
             solution=solution,
+            next_steps=next_steps,
         )
-        self._feedback = [(np.asarray(value, dtype=np.float64), text) for value, text in wrong_answers.values()]
+        self._feedback = [(label, np.asarray(value, dtype=np.float64), text) for label, (value, text) in wrong_answers.items()]
         self.starter = ...
         self.atol, self.rtol = atol, rtol
 
@@ -721,9 +1009,9 @@ class ValueExercise(Exercise):
         atol, rtol = self.atol * (1 + 1e-9), self.rtol * (1 + 1e-9)
         if np.allclose(got, expected, rtol=rtol, atol=atol):
             return Verdict("correct", "✓ Correct!")
-        for value, text in self._feedback:
+        for label, value, text in self._feedback:
             if value.shape == got.shape and np.allclose(got, value, rtol=rtol, atol=atol):
-                return Verdict("incorrect", f"✗ Not yet: {text}")
+                return Verdict("incorrect", f"✗ Not yet: {text}", mistake=label, next_step=self.next_steps.get(label))
         max_diff = float(np.abs(got - expected).max())
         tolerance = f"tolerance {self.atol:g}" + (f" + {self.rtol:g} of the answer" if self.rtol else "")
         return Verdict("incorrect", f"✗ Not yet: max abs diff from the answer is {max_diff:.2g} ({tolerance}).")
@@ -760,9 +1048,10 @@ class ChoiceExercise(Exercise):
         hints: Sequence[str],
         solution: str,
         aliases: Mapping[str, str] | None = None,
+        next_steps: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(lesson, name, title, reference=dict(reference), wrong_answers=wrong_answers, hints=hints,
-                         solution=solution)
+                         solution=solution, next_steps=next_steps)
         self.choices = tuple(choices)
         self.why = dict(why)
         self.aliases = dict(aliases or {})  # other spellings of a choice, e.g. a table's abbreviations
@@ -792,4 +1081,4 @@ class ChoiceExercise(Exercise):
         named = next((label for label, value in self.wrong_answers.items() if dict(value) == given), None)
         lines = [f"- {case}: you said {given[case]!r}. {self.why[case]}" for case in wrong]
         head = f"✗ Not yet: {len(wrong)} of {len(cases)} wrong" + (f": this is {named}." if named else ".")
-        return Verdict("incorrect", head + "\n" + "\n".join(lines))
+        return Verdict("incorrect", head + "\n" + "\n".join(lines), mistake=named, next_step=self.next_steps.get(named))

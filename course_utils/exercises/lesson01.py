@@ -13,6 +13,7 @@ from .core import (
     clip_variants,
     non_negative,
     shift_and_clip_advice,
+    shift_and_clip_next_steps,
     shift_invariant,
     shift_variants,
     starter,
@@ -84,6 +85,12 @@ _MAX_MINUS = (80.0, 100.0, 710.0)
 def _max_minus_variants() -> dict:
     return {f"shifting by the row maximum minus {c:g}": _q1_shifted_by(lambda z, c=c: np.max(z, axis=-1, keepdims=True) - c)
             for c in _MAX_MINUS}
+
+
+def _max_minus_next_steps() -> dict[str, str]:
+    return {f"shifting by the row maximum minus {c:g}": (
+        f"Delete the `- {c:g}` from your shift, so that it reads `x - x.max(axis=-1, keepdims=True)`; then "
+        "`np.exp` of the shifted row's largest entry is `np.exp(0.0)`.") for c in _MAX_MINUS}
 
 
 def _max_minus_advice() -> dict[str, str]:
@@ -171,6 +178,33 @@ def _q1() -> FunctionExercise:
         variants={**shift_variants(_q1_shifted_by), **clip_variants(_q1_clipped, _CLIPS), **_max_minus_variants()},
         probes=[Case((x,)) for x in _ROW_PROBES],
         advice={**shift_and_clip_advice(_CLIPS), **_max_minus_advice()},
+        next_steps={
+            "the textbook formula (which overflows)": (
+                "Put `x = x - x.max(axis=-1, keepdims=True)` on the line before `e = np.exp(x)`; the division "
+                "`e / e.sum(axis=-1, keepdims=True)` stays as it is."
+            ),
+            "a max without keepdims": (
+                "Add `keepdims=True` to both `x.max(axis=-1)` and `e.sum(axis=-1)`: a (2, 3) input then meets "
+                "(2, 1) columns, not (2,) rows that broadcast across the wrong axis."
+            ),
+            "one max for the whole batch instead of one per row": (
+                "Give your `x.max()` an axis: `x.max(axis=-1, keepdims=True)` returns one maximum per row, "
+                "shape (rows, 1)."
+            ),
+            "normalizing over the wrong axis": (
+                "Change `axis=0` to `axis=-1` in both the `max` and the `sum`: the last axis holds one row's scores."
+            ),
+            "plain normalization x / sum(x)": (
+                "Apply `np.exp` before you normalize: `e = np.exp(x - x.max(axis=-1, keepdims=True))`, then return "
+                "`e / e.sum(axis=-1, keepdims=True)`."
+            ),
+            "modifying the input in place": (
+                "Replace `x -= ...` by `shifted = x - ...` and `np.exp(x, out=x)` by `e = np.exp(shifted)`: "
+                "each line then makes a new array."
+            ),
+            **shift_and_clip_next_steps(_CLIPS),
+            **_max_minus_next_steps(),
+        },
         hints=[
             "Softmax does not change if you subtract the same number from every score in a row.",
             "Subtract each row's maximum: `x - x.max(axis=-1, keepdims=True)`. Then exponentiate and normalize.",
@@ -194,7 +228,7 @@ def _q2() -> ValueExercise:
         wrong_answers={
             "one winner despite the tie": (
                 [0.0, 1.0, 0.0, 0.0],
-                "the two 5s are tied, and softmax treats equal scores equally. Who gets the mass?",
+                "the two 5s are tied; softmax treats equal scores equally. Who gets the mass?",
             ),
             "the T -> infinity limit": (
                 [0.25, 0.25, 0.25, 0.25],
@@ -211,6 +245,20 @@ def _q2() -> ValueExercise:
             "The entries tied at the maximum keep equal weights, and the weights still sum to 1.",
         ],
         solution="`[0, 0.5, 0.5, 0]`: the argmax, with the tie between the two 5s split equally.",
+        next_steps={
+            "one winner despite the tie": (
+                "Write the limit as `e^((x_i - 5) / T)` for each entry: for both 5s it is `e^0 = 1` at every T, so "
+                "their weights stay equal while the 2 and the 1 go to 0."
+            ),
+            "the T -> infinity limit": (
+                "Compute `softmax([2, 5, 5, 1] / 0.01)` by hand: the gaps become 300 and 400, and `e^-300` is 0 "
+                "to any precision you can write."
+            ),
+            "plain normalization": (
+                "Exponentiate first: weight i is `e^(x_i / T) / sum_j e^(x_j / T)`; then let T shrink and see which "
+                "terms survive."
+            ),
+        },
     )
 
 
@@ -313,6 +361,27 @@ def _q3() -> FunctionExercise:
         variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped, _CLIPS)},
         probes=[Case((x, t)) for x in _ROW_PROBES for t in (0.01, 1.0, 100.0)],
         advice=shift_and_clip_advice(_CLIPS),
+        next_steps={
+            "multiplying by T": (
+                "Change `x * temperature` to `x / temperature`: T = 0.5 must double the gaps between scores, "
+                "T = 10 shrink them tenfold."
+            ),
+            "raising the probabilities to 1/T without renormalizing": (
+                "Take your `p ** (1 / temperature)` and divide it by its sum, `q / q.sum(axis=-1, keepdims=True)`, "
+                "or compute the softmax of `x / temperature` directly."
+            ),
+            "dividing by T but forgetting stability": (
+                "After `z = x / temperature`, add `z = z - z.max(axis=-1, keepdims=True)` before `np.exp(z)`: at "
+                "T = 0.01 a score of 10 becomes 1000."
+            ),
+            "one max for the whole batch instead of one per row": (
+                "Give your `z.max()` an axis: `z.max(axis=-1, keepdims=True)`, one maximum per row."
+            ),
+            "dividing the probabilities, not the scores": (
+                "Move `/ temperature` inside: compute the softmax of `x / temperature`, not `softmax(x) / temperature`."
+            ),
+            **shift_and_clip_next_steps(_CLIPS, scores="z"),
+        },
         hints=[
             "Temperature divides the scores, not the probabilities.",
             "softmax(x / T) is still a softmax: reuse the stable recipe on x / T.",

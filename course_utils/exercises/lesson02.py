@@ -17,6 +17,7 @@ from .core import (
     Verdict,
     clip_variants,
     shift_and_clip_advice,
+    shift_and_clip_next_steps,
     shift_variants,
     starter,
 )
@@ -47,6 +48,23 @@ def _q1() -> ValueExercise:
             "Take the natural log of 3.4e38 and round down.",
         ],
         solution="`88`: ln(3.4e38) is about 88.7, so e^88 is finite in float32 and e^89 is inf.",
+        next_steps={
+            "the float64 limit": (
+                "Use float32's largest number, `np.finfo(np.float32).max` (about 3.4e38), not float64's 1.8e308, "
+                "then take its natural log."
+            ),
+            "the float16 limit": (
+                "Use float32's largest number, `np.finfo(np.float32).max` (about 3.4e38), not float16's 65504, "
+                "then take its natural log."
+            ),
+            "1000": (
+                "Find the x with `e^x = 3.4e38`: that is `x = ln(3.4e38)`, and you may check it with "
+                "`np.exp(np.float32(x))`."
+            ),
+            "one too many": (
+                "Round `ln(3.4e38)` down, not up: check with `np.exp(np.float32(89))`, which prints inf."
+            ),
+        },
         atol=0.0,
     )
 
@@ -170,6 +188,25 @@ def _q2() -> FunctionExercise:
                 "the exact log-probability is -1000: try [0, -1000]."
             ),
         },
+        next_steps={
+            **shift_and_clip_next_steps(),
+            "the log of softmax, which underflows": (
+                "Replace `np.log(softmax(x))` by `shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))` "
+                "with `shifted = x - x.max(axis=-1, keepdims=True)`: the log is then of a sum that is at least 1."
+            ),
+            "the logsumexp without the shift (which overflows)": (
+                "Compute `m = x.max(axis=-1, keepdims=True)` and return `(x - m) - np.log(np.exp(x - m).sum(axis=-1, "
+                "keepdims=True))`: the same value, but every exponent is at most 0."
+            ),
+            "the shift without the logsumexp": (
+                "Subtract one more term from `x - m`: `np.log(np.exp(x - m).sum(axis=-1, keepdims=True))`, the log "
+                "of the shifted row's normalizer."
+            ),
+            "one max for the whole batch": (
+                "Give your `x.max()` an axis: `m = x.max(axis=-1, keepdims=True)`, one maximum per row, used in "
+                "both the shift and the sum."
+            ),
+        },
         hints=[
             "log softmax(x)_i = x_i - log(sum_j exp(x_j)). Compute it without ever forming softmax(x).",
             "Subtract each row's maximum m first: log(sum exp(x)) = m + log(sum exp(x - m)).",
@@ -203,7 +240,8 @@ class _PredictionWithInf(ValueExercise):
         except (TypeError, ValueError):
             is_inf = False  # text, None and the like: the base class explains
         if is_inf and answer is not ...:
-            return Verdict("incorrect", f"✗ Not yet: {self._inf_feedback}")
+            return Verdict("incorrect", f"✗ Not yet: {self._inf_feedback}", mistake="overflow to inf",
+                           next_step=self.next_steps.get("overflow to inf"))
         return super().evaluate(answer)
 
 
@@ -258,6 +296,42 @@ def _q3() -> ValueExercise:
             "overflow to inf": (math.inf, _Q3_INF),
         },
         inf_feedback=_Q3_INF,
+        next_steps={
+            "the exact sum": (
+                "Find the first n where `np.float16(n) + np.float16(1) == np.float16(n)`: with 11 significant bits, "
+                "that happens at a power of two, 2^11."
+            ),
+            "the largest float16": (
+                "Ask where `s + 1` first rounds back to `s` in float16, not where float16 ends: the spacing "
+                "`np.spacing(np.float16(s))` reaches 2 at s = 2^11."
+            ),
+            "the bfloat16 stall": (
+                "Redo your count with 10 mantissa bits instead of 7: integers are exact up to `2 ** (10 + 1)`."
+            ),
+            "the float32 stall": (
+                "Redo your count with float16's 10 mantissa bits instead of float32's 23: integers are exact up to "
+                "`2 ** (10 + 1)`."
+            ),
+            "one past the stall": (
+                "Print `np.float16(2049)`: it rounds to an even neighbour, so the running sum can never hold 2049."
+            ),
+            "one short of the stall": (
+                "Compute `np.float16(2047) + np.float16(1)` and then add 1 once more: the last step that still "
+                "changes the sum is the answer."
+            ),
+            "one power of two too early": (
+                "Print `np.spacing(np.float16(1024))`: it is 1, so 1024 + 1 is exact; find the first power of two "
+                "where the spacing is 2."
+            ),
+            "one power of two too late": (
+                "Run `np.float16(2048) + np.float16(1)`: it already gives 2048, so the sum stops there and never "
+                "reaches 4096."
+            ),
+            "overflow to inf": (
+                "Add the ones one at a time in float16, `s = np.float16(s + np.float16(1))`, and watch where `s` "
+                "stops changing: far below 65504."
+            ),
+        },
         hints=[
             "float16 has 10 mantissa bits, so 11 significant bits: it holds every integer up to 2^11 exactly.",
             f"Above 2^11 = 2048, neighbouring float16 values are {spacing:g} apart. What is 2048 + 1, rounded to float16?",

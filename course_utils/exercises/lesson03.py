@@ -44,6 +44,20 @@ def _q1() -> ValueExercise:
                 "for independent terms the variances add up: d_k terms with variance 1 each.",
             ),
         },
+        next_steps={
+            "the standard deviation": "Square your answer: the variance is `std ** 2`, here `16 ** 2`.",
+            "the variance after scaling": (
+                "Undo the scaling: dividing q·k by `√d_k` divides its variance by `d_k`, so multiply your 1 by 256."
+            ),
+            "unit-norm vectors": (
+                "Use `Var(q_i k_i) = E[q_i²] E[k_i²] = 1 · 1` for each of the 256 terms, not `1/d_k`."
+            ),
+            "the mean": "Compute `E[(q·k)²]` instead of `E[q·k]`: the mean is 0, so that is the variance.",
+            "d_k squared": (
+                "Add the 256 variances `Var(q_i k_i) = 1` once each: `Var(Σ) = Σ Var` for independent terms, "
+                "no extra factor of d_k."
+            ),
+        },
         hints=[
             "q·k = q_1 k_1 + q_2 k_2 + ... + q_256 k_256, and the 256 terms are independent.",
             "Each term q_i k_i has mean 0 and variance E[q_i²] E[k_i²] = 1 · 1.",
@@ -86,6 +100,18 @@ def _q2() -> ValueExercise:
                 "|u·v| can never exceed 1 for unit vectors, but 1 is the extreme, not the typical spread.",
             ),
             "the mean": (0.0, "that is the mean of u·v. The variance measures its spread around it."),
+        },
+        next_steps={
+            "unit-variance components": (
+                "Divide each vector by its length, about `√64 = 8`: u·v = q·k / (|q| |k|), so the variance 64 is "
+                "divided by `8² · 8²`."
+            ),
+            "the standard deviation": "Square your answer: the variance is `(1/8) ** 2`.",
+            "the largest possible value": (
+                "Use `Var(u·v) = E[u_1²]` after rotating v onto the first axis, and `Σ_i E[u_i²] = 1` over the "
+                "64 alike components."
+            ),
+            "the mean": "Compute `E[(u·v)²]` instead of `E[u·v]`: the mean is 0, so that is the variance.",
         },
         hints=[
             "A unit vector u is a vector q with N(0, 1) components divided by its length |q|, which is about √d_k.",
@@ -150,6 +176,12 @@ def _right_scale(run: Run) -> str | None:
             f"where d_k = {d_k} is the length of each query and key"
         )
     return None
+
+
+_right_scale.next_step = (  # type: ignore[attr-defined]
+    "Print the number you divide by next to `np.sqrt(Q.shape[-1])` on that input: the expression that differs "
+    "(a rounded root, `Q.shape[0]`, `K.shape[0]`, a constant) is the one to change."
+)
 
 
 _ROUNDINGS = {"to the nearest integer": round, "down": math.floor, "up": math.ceil}
@@ -225,6 +257,29 @@ def _q3() -> FunctionExercise:
                 "most real ones (96, 80, 200) are not."
             )
             for how in _ROUNDINGS
+        },
+        next_steps={
+            **{f"rounding √d_k {how}": (
+                f"Remove the `{fn.__name__}(...)` around your square root, so the divisor is the float "
+                "`np.sqrt(Q.shape[-1])`; for d_k = 96 it must be 9.798, not an integer.")
+               for how, fn in _ROUNDINGS.items()},
+            "no scaling": "Divide your `Q @ K.T` by `np.sqrt(Q.shape[-1])`.",
+            "dividing by d_k instead of its square root": (
+                "Wrap your divisor in a square root: `Q @ K.T / np.sqrt(Q.shape[-1])` rather than `/ Q.shape[-1]`."
+            ),
+            "multiplying by √d_k": "Change the `* np.sqrt(d_k)` into `/ np.sqrt(d_k)`.",
+            "forgetting the transpose": (
+                "Write `Q @ K.T`, not `Q @ K`: K holds one key per row, and each score pairs a row of Q with a row of K."
+            ),
+            "the number of keys instead of d_k": (
+                "Take d_k from the columns, `Q.shape[-1]` (or `K.shape[-1]`), not from `K.shape[0]`, the number of keys."
+            ),
+            "the number of queries instead of d_k": (
+                "Take d_k from the columns, `Q.shape[-1]`, not from `Q.shape[0]`, the number of queries."
+            ),
+            "modifying Q in place": (
+                "Replace `Q /= np.sqrt(d_k)` by `scores = Q @ K.T / np.sqrt(d_k)`: a new array, and Q left as it came."
+            ),
         },
         properties=[_right_scale],
         nonfinite_hint=(

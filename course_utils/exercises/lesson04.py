@@ -15,6 +15,7 @@ from .core import (
     clip_variants,
     peak_memory,
     shift_and_clip_advice,
+    shift_and_clip_next_steps,
     shift_variants,
     starter,
 )
@@ -41,6 +42,13 @@ def _q1() -> ValueExercise:
             "On the diagonal, dp_i/dx_i = p_i (1 - p_i).",
         ],
         solution="`0.1875` = (1/4)(1 - 1/4) = 3/16.",
+        next_steps={
+            "p without the -p^2": "Multiply your 1/4 by `(1 - p_1)`: compute `(1/4) * (1 - 1/4)`.",
+            "p^2": "Subtract your 1/16 from p_1 instead of using it: `1/4 - (1/4) ** 2`.",
+            "an off-diagonal entry": (
+                "Put i = k = 1 in `p_i (delta_ik - p_k)`: `delta_11 = 1`, so the entry is `(1/4) * (1 - 1/4)`."
+            ),
+        },
     )
 
 
@@ -84,6 +92,12 @@ def _without_the_jacobian(run: Run) -> str | None:
     return None
 
 
+_without_the_jacobian.next_step = (  # type: ignore[attr-defined]
+    "Replace `(np.diag(p) - np.outer(p, p)) @ g` by `p * (g - (g * p).sum(axis=-1, keepdims=True))`: the same "
+    "numbers from two length-n vectors."
+)
+
+
 _Q2_SOLUTION = """
 ```python
 def softmax_vjp(g, p):
@@ -124,6 +138,23 @@ def _q2() -> FunctionExercise:
         ),
         # Tolerances (the defaults): products and one sum in float64 agree to about 1e-16 relative;
         # rtol=1e-6 also admits float32 answers (a few 6e-8 relative).
+        next_steps={
+            "building the n x n Jacobian": _without_the_jacobian.next_step,
+            "forgetting to subtract <g, p>": (
+                "Change `p * g` to `p * (g - (g * p).sum(axis=-1, keepdims=True))`: the subtracted term comes from "
+                "the `-p_k` in each `J_ik`."
+            ),
+            "forgetting the factor p": (
+                "Multiply your `g - (g * p).sum(axis=-1, keepdims=True)` by `p`, entry by entry."
+            ),
+            "one sum over the whole batch": (
+                "Give your `(g * p).sum()` an axis: `(g * p).sum(axis=-1, keepdims=True)`, one average per row."
+            ),
+            "subtracting the plain mean of g instead of its p-weighted mean": (
+                "Replace `g.mean(axis=-1, keepdims=True)` by `(g * p).sum(axis=-1, keepdims=True)`: weight each g_i "
+                "by p_i."
+            ),
+        },
         hints=[
             "Write (J g)_k = sum_i J_ik g_i with J_ik = p_i (delta_ik - p_k), and split the sum into i = k and the rest.",
             "The result is p_k times (g_k minus the p-weighted average of g).",
@@ -206,6 +237,15 @@ def _q3() -> FunctionExercise:
         ],
         variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped)},
         advice=shift_and_clip_advice(),
+        next_steps={
+            **shift_and_clip_next_steps(scores="logits"),
+            "the wrong sign": "Swap the operands: return `p - targets`, not `targets - p`.",
+            "the probabilities alone": "Subtract the one-hot targets from your probabilities: `return p - targets`.",
+            "logits minus targets": (
+                "Turn the logits into probabilities before subtracting: `p = softmax(logits)` (shifted by each row's "
+                "max), then `p - targets`."
+            ),
+        },
         nonfinite_hint=(
             "exp() overflowed or a row gave 0/0 inside your softmax of the logits: subtract each row's own "
             "maximum from its logits before exponentiating."

@@ -16,6 +16,7 @@ from .core import (
     ValueExercise,
     clip_variants,
     shift_and_clip_advice,
+    shift_and_clip_next_steps,
     shift_variants,
     starter,
 )
@@ -129,6 +130,30 @@ def _q1() -> FunctionExercise:
             "pad query rows left empty as well (padding masked on both axes)": (
                 "Masking the pad queries too leaves each pad row with no allowed key: a softmax turns such a row "
                 "into NaN (lesson 05b). Mask the keys only; the loss ignores the pad rows' outputs anyway."
+            ),
+        },
+        next_steps={
+            "| (either mask) instead of & (both masks)": (
+                "Change the `|` between your causal and padding masks to `&`: a key must pass both tests."
+            ),
+            "pad query rows left empty as well (padding masked on both axes)": (
+                "Drop the second factor `& keys[:, :, None]`: return `causal[None, :, :] & keys[:, None, :]`, which "
+                "tests the keys only."
+            ),
+            "the padding mask on the query axis instead of the key axis": (
+                "Move the new axis: `keys[:, None, :]` (one key row repeated for every query), not `keys[:, :, None]`."
+            ),
+            "the convention inverted (True = blocked)": (
+                "Remove the `~` (or swap `>` for `<=`): return the mask whose True entries are the allowed keys, "
+                "`j_key <= i_query` and `j < length`."
+            ),
+            "the transposed causal mask (later keys instead of earlier ones)": (
+                "Build the causal part as `np.tri(L, dtype=bool)` (lower triangle, `j <= i`), not its transpose "
+                "`np.tri(L).T` or `np.triu`."
+            ),
+            "the padding mask without the new axis": (
+                "Write `causal[None, :, :] & keys[:, None, :]`: with the two `None`s, (1, L, S) and (B, 1, S) "
+                "broadcast to (B, L, S)."
             ),
         },
         hints=[
@@ -261,6 +286,14 @@ def _rows_sum_to_one_where_allowed(run: Run) -> str | None:
     return None
 
 
+_rows_sum_to_one_where_allowed.next_step = (  # type: ignore[attr-defined]
+    "Print `e.sum(axis=-1)` on that input, row by row. A row with an allowed key that sums to 0 was shifted by "
+    "more than its own allowed maximum, so its exponentials underflowed: shift by "
+    "`np.where(mask, s, -np.inf).max(axis=-1, keepdims=True)`. A row that sums to between 0 and 1 lost the "
+    "blocked keys' weight after the softmax: put `-np.inf` in before `np.exp`. A row with no allowed key gets zeros."
+)
+
+
 def _q2_nonfinite(case: Case) -> str:
     """What a nan or inf means: a row with no allowed key where the case has one, else an overflow."""
     scores, mask = case.args
@@ -353,6 +386,42 @@ def _q2() -> FunctionExercise:
                 "the allowed weights underflow to 0, and renormalizing divides 0 by 0. Mask before the softmax."
             ),
         },
+        next_steps={
+            **shift_and_clip_next_steps(scores="s"),
+            _Q2_BLOCKED_MAX: (
+                "Take the maximum of `s = np.where(mask, scores, -np.inf)`, not of `scores`: "
+                "`m = s.max(axis=-1, keepdims=True)`."
+            ),
+            _Q2_BLOCKED_ZERO: (
+                "Change the fill in `np.where(mask, scores, 0)` (or `scores * mask`) to `-np.inf`, then take "
+                "`s.max(axis=-1, keepdims=True)`."
+            ),
+            "masking after the softmax": (
+                "Move the mask in front of the softmax: `s = np.where(mask, scores, -np.inf)` goes in, and the "
+                "`* mask` after it goes away."
+            ),
+            "masking after the softmax, then renormalizing": (
+                "Replace the two steps (softmax, then `kept / kept.sum(...)`) by one softmax of "
+                "`np.where(mask, scores, -np.inf)`."
+            ),
+            "the convention inverted (True = blocked)": (
+                "Swap the branches of your `np.where`: `np.where(mask, scores, -np.inf)` keeps the scores where mask "
+                "is True."
+            ),
+            "-1e9 as the fill value": (
+                "Change the fill `-1e9` to `-np.inf`, and return zeros where `mask.any(axis=-1, keepdims=True)` is False."
+            ),
+            "-inf with no care for a fully masked row": (
+                "After the max, add `m = np.where(np.isfinite(m), m, 0.0)`, and return "
+                "`np.where(total > 0, e / np.where(total > 0, total, 1.0), 0.0)`."
+            ),
+            "adding the bool mask to the scores as 1/0": (
+                "Replace `scores + mask` by `np.where(mask, scores, -np.inf)`: True and False must select, not add 1 and 0."
+            ),
+            "exponentiating without subtracting the maximum": (
+                "Before `np.exp`, subtract `m = s.max(axis=-1, keepdims=True)` from `s = np.where(mask, scores, -np.inf)`."
+            ),
+        },
         hints=[
             "Mask *before* the softmax: replace every blocked score by -inf, e.g. with `np.where(mask, scores, -np.inf)`.",
             "Then a stable softmax along the last axis. Take the row maximum over the allowed scores only; "
@@ -405,6 +474,16 @@ def _q3() -> ValueExercise:
                 visible.astype(float),
                 "those are the numbers of visible keys; the entropy of a uniform row is their logarithm.",
             ),
+        },
+        next_steps={
+            "rounded to one decimal": "Print `np.log([1, 2, 3, 4, 5]).round(2)` and give those five numbers.",
+            "ln(i), with ln 0 taken as 0": "Shift your index by one: query i gives `ln(i + 1)`, for i = 0 to 4.",
+            "no mask": "Count the keys query i may see under the causal mask, `i + 1`, and take `ln(i + 1)` for each.",
+            "bits instead of nats": (
+                "Use `np.log`, not `np.log2`: multiply your numbers by `ln 2 = 0.6931`."
+            ),
+            "off by one": "Use `ln(i + 1)` for query i, not `ln(i + 2)`: drop the last of your five numbers and put one in front.",
+            "the number of visible keys": "Take the natural log of each of your five numbers: `np.log([1, 2, 3, 4, 5])`.",
         },
         hints=[
             "Equal scores and a causal mask: query i spreads its weight equally over the i + 1 keys it may see.",

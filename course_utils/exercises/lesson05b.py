@@ -110,6 +110,13 @@ def _leaves_inputs_unchanged(run: Run) -> str | None:
 #: An answer right in every output that divides the caller's queries in place (`q /= math.sqrt(d)`).
 _IN_PLACE = "dividing the caller's queries in place (`q /= math.sqrt(d)`)"
 
+_leaves_inputs_unchanged.next_step = (  # type: ignore[attr-defined]
+    "Find the line with an in-place operation (`q /= ...`, `scores.masked_fill_(...)`, `x += ...`) and write its "
+    "result to a new name, e.g. `q_scaled = q / math.sqrt(d)`; use that name below it."
+)
+#: The next step for an answer that divides the queries in place, in every exercise of this lesson.
+_IN_PLACE_NEXT = {_IN_PLACE: _leaves_inputs_unchanged.next_step}
+
 
 def _in_place(q, k, v, mask=None, **kwargs):
     q /= math.sqrt(q.shape[-1])
@@ -237,6 +244,30 @@ def _q1() -> FunctionExercise:
             "a float 1/0 mask": _q1_float_ones,
             "SDPA's polarity in attn_mask": _q1_as_attn_mask,
             "the mask on the query axis": _q1_query_axis,
+        },
+        next_steps={
+            "the bug itself (True = real token as key_padding_mask)": (
+                "Pass `key_padding_mask=~real` in the `mha(...)` call: the `~` turns True = real token into "
+                "True = pad."
+            ),
+            "no mask": (
+                "Add `key_padding_mask=pads` to the `mha(x, x, x)` call, with "
+                "`pads = torch.arange(S)[None, :] >= torch.as_tensor(lengths)[:, None]`."
+            ),
+            "the first pad left visible": (
+                "Change `>` to `>=` in `torch.arange(S)[None, :] > lengths[:, None]`: position `length` is already a pad."
+            ),
+            "a float 1/0 mask": (
+                "Drop the `.to(x.dtype)` (or `.float()`): pass the bool tensor `~real` itself as `key_padding_mask`."
+            ),
+            "SDPA's polarity in attn_mask": (
+                "Leave `attn_mask` out and pass the (B, S) bool `key_padding_mask=~real` instead: one mask per "
+                "sequence, True = pad."
+            ),
+            "the mask on the query axis": (
+                "Pass the (B, S) mask as `key_padding_mask=~real`, not an `attn_mask` built from `real[:, :, None]`: "
+                "its last axis must index keys."
+            ),
         },
         hints=[
             "Read the docs of nn.MultiheadAttention: what does True mean in key_padding_mask?",
@@ -402,6 +433,32 @@ def _q2() -> FunctionExercise:
             "no mask": _q2_no_mask,
             _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
         },
+        next_steps={
+            **_IN_PLACE_NEXT,
+            "the bug itself (mask == 0 filled)": (
+                "Add the mask instead of filling: `scores + mask`, with `mask = generate_square_subsequent_mask(L)` "
+                "(or `masked_fill(mask != 0, float('-inf'))`)."
+            ),
+            "the mask transposed": "Drop the `.T`: add `generate_square_subsequent_mask(L)` as it comes.",
+            "the diagonal blocked": (
+                "Use `torch.ones(L, L, dtype=torch.bool).tril()` (diagonal=0) as the allowed keys, not "
+                "`tril(diagonal=-1)`."
+            ),
+            "one token ahead visible": "Change `tril(diagonal=1)` to `tril()`, diagonal=0: key j <= query i.",
+            "masking after the softmax": (
+                "Move the mask inside the softmax: `torch.softmax(scores + mask, dim=-1) @ v`, with nothing "
+                "multiplied afterwards."
+            ),
+            "masking after the softmax, then renormalizing": (
+                "Replace softmax-then-`kept / kept.sum(...)` by one `torch.softmax(scores + mask, dim=-1)`, so the "
+                "-inf enters before the exponentials."
+            ),
+            "a bool mask added as 1/0": (
+                "Add the float mask itself, `scores + generate_square_subsequent_mask(L)` (0 and -inf), not "
+                "`(mask == 0).to(dtype)`."
+            ),
+            "no mask": "Add `generate_square_subsequent_mask(L)` to the scores before `torch.softmax`.",
+        },
         hints=[
             "Print `torch.nn.Transformer.generate_square_subsequent_mask(3)`. Which entries are 0, which -inf?",
             "It is an additive mask: 0 = may attend, -inf = blocked. So `mask == 0` is True exactly where a query "
@@ -521,6 +578,25 @@ def _q3() -> FunctionExercise:
             "1/sqrt(heads)": _q3_heads_scale,
             "the transposed bool mask": _q3_inverted_bool,
             _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
+        },
+        next_steps={
+            **_IN_PLACE_NEXT,
+            "the bug itself": (
+                "Change two arguments of the call: remove `scale=1 / math.sqrt(d_model)` and replace "
+                "`attn_mask=torch.tril(torch.ones(L, L))` by `is_causal=True`."
+            ),
+            "only the scale fixed": (
+                "Replace `attn_mask=torch.tril(torch.ones(L, L))` by `is_causal=True` (or give `torch.ones` "
+                "`dtype=torch.bool`)."
+            ),
+            "only the mask fixed": "Delete the `scale=...` argument: SDPA's default is `1 / math.sqrt(q.size(-1))`.",
+            "1/head_dim": "Change `scale=1 / head_dim` to `scale=1 / math.sqrt(head_dim)`, or leave `scale` out.",
+            "times sqrt(head_dim)": "Change `scale=math.sqrt(head_dim)` to `1 / math.sqrt(head_dim)`, or leave `scale` out.",
+            "no scale": "Delete `scale=1.0`: SDPA then divides by `math.sqrt(q.size(-1))` itself.",
+            "1/sqrt(heads)": (
+                "Take the scale from the last axis, `q.size(-1)` (head_dim), not `q.size(1)` (heads); or leave `scale` out."
+            ),
+            "the transposed bool mask": "Drop the `.T`: pass `torch.ones(L, L, dtype=torch.bool).tril()` as it comes.",
         },
         hints=[
             "There are two bugs: one in the scale, one in the mask.",
@@ -803,6 +879,42 @@ def _q4() -> FunctionExercise:
                 )
                 for name in _Q4_SCALES
             },
+        },
+        next_steps={
+            **_IN_PLACE_NEXT,
+            "the seed with d_k defined": (
+                "Change the fill `-1e9` to `float('-inf')`, then add `attention_weights = "
+                "attention_weights.nan_to_num(0.0)` after the softmax."
+            ),
+            "a -1e5 fill": "Change the fill in `masked_fill(mask == 0, -1e5)` to `float('-inf')`; keep the guard.",
+            _Q4_NAN_ROWS: (
+                "After `F.softmax`, add `attention_weights = attention_weights.nan_to_num(0.0)` under "
+                "`if mask is not None:`."
+            ),
+            "d_k from the number of keys": "Set `d_k = Q.size(-1)`, not `K.size(-2)`.",
+            "d_k from the values, √d_v": "Set `d_k = Q.size(-1)` (or `K.size(-1)`), not `V.size(-1)`.",
+            "the polarity inverted": (
+                "Fill where the mask is False: `masked_fill(~mask, ...)` or `masked_fill(mask == 0, ...)`, not "
+                "`masked_fill(mask, ...)`."
+            ),
+            "masked after the softmax": (
+                "Delete `weights = weights * mask` and fill the scores before the softmax: "
+                "`scores.masked_fill(mask == 0, float('-inf'))`."
+            ),
+            "a fill of -inf, the empty rows multiplied by has_key": (
+                "Replace `out * has_key` by `torch.where(has_key, out, 0.0)`."
+            ),
+            **{f"a fill of {fill:g} with the empty-row guard": (
+                f"Change the fill `{fill:g}` to `float('-inf')` in `masked_fill`; keep your guard as it is.")
+               for fill in (-1e4, -1e5)},
+            **{f"a fill of {fill:g} with no empty-row guard": (
+                f"Keep the fill `{fill:g}` if you like, and add `out = torch.where(mask.any(-1, keepdim=True), out, "
+                "0.0)` before the return.")
+               for fill in (float("-inf"), -1e9)},
+            **{f"dividing the scores by {name} instead of √d_k": (
+                f"Change the divisor of `torch.matmul(Q, K.transpose(-2, -1))` from {name.split(' (')[0]} to "
+                "`math.sqrt(Q.size(-1))`: the last axis of Q, not of V and not a count of tokens.")
+               for name in _Q4_SCALES},
         },
         hints=[
             "Run it first: what does Python say about `d_k`?",

@@ -87,6 +87,24 @@ def _q1() -> ChoiceExercise:
             "is small enough for float32 to keep the scores' differences.",
         ],
         solution=_Q1_SOLUTION,
+        next_steps={
+            "the CPU's answer, as if every device did the same": (
+                "Redo the bool row and the finfo.min row on cuDNN's path: print "
+                "`np.float32(-65504) + np.float32([0.3, -0.7])` and `np.float32(-3.39e38) * np.float32(1.4427)`."
+            ),
+            "NaN for every fill, as torch.softmax gives": (
+                "Start from what the kernel writes for a row of -inf, `-inf - (-inf)` guarded to zeros, then redo "
+                "`-65504 + s` in float32 for the bool mask."
+            ),
+            "zeros for every fill": (
+                "Work the two rows you got wrong in NumPy: print `np.float32(-65504) + np.float32([0.3, -0.7])` and "
+                "`np.float32(-1e9) + np.float32([0.3, -0.7])`, then take the softmax of each result."
+            ),
+            "a bool mask read as -inf, as on the other backends": (
+                "Redo the bool row with cuDNN's fill: compute `np.float32(-65504) + np.float32(0.3)` and "
+                "`np.float32(-65504) + np.float32(-0.7)`, and see whether they differ."
+            ),
+        },
         aliases={"UNMASKED": "as if unmasked", "uniform": "uniform mean of V", "NaN": "nan", "other": "finite other"},
     )
 
@@ -213,6 +231,26 @@ def _q2() -> FunctionExercise:
             "Return np.where(mask.any(axis=-1, keepdims=True), out, 0.0).",
         ],
         solution=_Q2_SOLUTION,
+        next_steps={
+            "multiplying by has_key": (
+                "Try `np.nan * 0.0` and `np.where(False, np.nan, 0.0)` in a cell: only the second is 0, so the "
+                "multiplication on your return line has to become a `np.where`."
+            ),
+            "replacing NaN by 0": (
+                "Delete the `np.nan_to_num(out)` and build `has_key = mask.any(axis=-1, keepdims=True)`; return "
+                "`np.where(has_key, out, 0.0)`."
+            ),
+            "zeroing the rows that hold a NaN": (
+                "Replace `np.isnan(out).any(axis=-1, keepdims=True)` by `~mask.any(axis=-1, keepdims=True)`: the "
+                "condition reads the mask, never `out`."
+            ),
+            "testing mask.all instead of mask.any": "Change `mask.all(axis=-1, keepdims=True)` to `mask.any(axis=-1, keepdims=True)`.",
+            "reading True as blocked": "Remove the `~` in front of `mask` (or of `mask.any(...)`) in your condition.",
+            "reducing over the queries' axis instead of the keys'": (
+                "Change `axis=-2` to `axis=-1` in your `mask.any(...)`, and drop any `swapaxes` after it."
+            ),
+            "forgetting keepdims=True": "Add `keepdims=True` to `mask.any(axis=-1)`, giving shape (..., L, 1).",
+        },
     )
 
 

@@ -152,6 +152,12 @@ def _q1_exact_zeros(run: Run) -> str | None:
     return f"gives weight {largest:.2g} to a key whose sparsemax weight is exactly 0{small}"
 
 
+_q1_exact_zeros.next_step = (  # type: ignore[attr-defined]
+    "Return `np.maximum(x - tau, 0)` as it is: remove the small number from the clip and the `+ eps` / "
+    "renormalization after it."
+)
+
+
 def _q1_sorts_in_place(x: np.ndarray) -> np.ndarray:
     x[::-1].sort()  # sorts x descending, in place: the caller's array is scrambled
     cumsum, k = np.cumsum(x), np.arange(1, x.size + 1)
@@ -256,6 +262,45 @@ def _q1() -> FunctionExercise:
             "With support size k, tau = (z_(1) + ... + z_(k) - 1) / k, and the weights are max(x - tau, 0) in the original order.",
         ],
         solution=_Q1_SOLUTION,
+        next_steps={
+            "tau from all entries instead of the support": (
+                "Compute tau from the top `support` sorted scores only: `tau = (cumsum[support - 1] - 1) / support`, "
+                "not `(x.sum() - 1) / x.size`. If you sorted ascending, every k passes the support test and gives "
+                "exactly this: sort descending, `z = np.sort(x)[::-1]`."
+            ),
+            "no clipping at 0": "Wrap your return value in `np.maximum(x - tau, 0)`.",
+            "forgetting the 1 in the support test": "Change the test to `1 + k * z > cumsum`, with the `1 +`.",
+            "forgetting the -1 in tau": "Change tau to `(cumsum[support - 1] - 1) / support`: subtract 1 before dividing.",
+            "sorting ascending": "Reverse the sort: `z = np.sort(x)[::-1]`, so that `z[0]` is the largest score.",
+            "returning the weights in sorted order instead of the order of x": (
+                "Return `np.maximum(x - tau, 0)` computed from the original `x`, not from the sorted `z`."
+            ),
+            "softmax with small weights dropped, renormalized": (
+                "Drop `np.exp` altogether: sparsemax is `np.maximum(x - tau, 0)` with tau from the sorted scores "
+                "and their `np.cumsum`."
+            ),
+            "relu(x) / sum(relu(x))": (
+                "Replace the fixed threshold 0 in `np.maximum(x, 0)` by tau, found with `np.sort`, `np.cumsum` and "
+                "the test `1 + k * z > cumsum`; then no division."
+            ),
+            "sorting the input in place": "Replace `x.sort()` by `z = np.sort(x)[::-1]`, a sorted copy.",
+            _Q1_TINY: _q1_exact_zeros.next_step,
+            "clipping the negative scores to 0 first": "Delete the `np.maximum(x, 0)` at the top: sort and threshold the raw `x`.",
+            "taking the positive scores as the support": (
+                "Replace the `x > 0` support by the count `np.sum(1 + k * z > cumsum)` over the sorted scores."
+            ),
+            "requiring a positive score in the support test": (
+                "Remove the `& (z > 0)` from your support test, leaving `1 + k * z > cumsum`."
+            ),
+            "uniform weights for a row without a positive score": (
+                "Delete the special case for `x.max() <= 0`: the test `1 + k * z > cumsum` always keeps k = 1, so "
+                "the general code handles such rows."
+            ),
+            **{f"sparsemax plus {eps:g} on every weight, renormalized": (
+                f"Delete the `+ {eps:g}` and the division by the new sum that follows it.") for eps in (1e-3, 1e-6)},
+            **{f"max(x - tau, {eps:g}) instead of max(x - tau, 0)": (
+                f"Change the `{eps:g}` in your `np.maximum(x - tau, {eps:g})` to `0`.") for eps in (1e-3, 1e-6)},
+        },
     )
 
 
@@ -288,6 +333,17 @@ def _q2() -> ValueExercise:
             "both in the support, no saturation, first row right": (
                 [[0.7, 0.3], [0.75, 0.25]],
                 "the second row's gap is 1.5, more than 1: the second key gets exactly 0.",
+            ),
+        },
+        next_steps={
+            "softmax": (
+                "Use sparsemax's formula for two scores, `p_1 = (1 + t) / 2` clipped to [0, 1], with `t` the gap "
+                "`x_1 - x_2`, instead of `1 / (1 + e^-t)`."
+            ),
+            "no clipping": "Clip your second row to [0, 1]: `-0.25` becomes `0`, and `1.25` becomes `1`.",
+            "one-hot for both": "Compute `(1 + t) / 2` for the first row, t = 0.4: the gap is below 1, so both weights are positive.",
+            "both in the support, no saturation, first row right": (
+                "Apply `min((1 + t) / 2, 1)` to the second row, t = 1.5."
             ),
         },
         hints=[

@@ -39,6 +39,12 @@ def _q1() -> ValueExercise:
                 "that uses the gap to the smallest score, -0.5. The second-largest score, 0.2, is the last to leave.",
             ),
         },
+        next_steps={
+            "sparsemax": "Solve `(alpha - 1) * 0.8 = 1` for alpha: the top gap here is 1.0 - 0.2 = 0.8, not 1.",
+            "1 + gap": "Divide instead of adding: `alpha - 1 = 1 / 0.8`, so `alpha = 1 + 1 / 0.8`.",
+            "1 / gap": "Add the 1 back: `alpha = 1 + 1 / 0.8`.",
+            "gap to the smallest score": "Use the top gap `1.0 - 0.2 = 0.8` in `alpha = 1 + 1 / gap`, not `1.0 - (-0.5)`.",
+        },
         hints=[
             "alpha-entmax gives p_i = [(alpha - 1) x_i - tau]_+ ^ (1 / (alpha - 1)). One-hot means the top weight alone is 1.",
             "The top weight alone is 1 when tau = (alpha - 1) x_max - 1. Every other score must then be at or below tau.",
@@ -242,6 +248,32 @@ def _q2() -> FunctionExercise:
             ),
             "the right formula computed in float32": (
                 "Nothing is wrong with the formula; float32 keeps about 7 digits. Build your arrays in float64."
+            ),
+        },
+        next_steps={
+            "softmax's form p g - (p . g) p for every alpha": (
+                "Put `s = np.where(p > 0, p ** (2 - alpha), 0.0)` in place of p: return "
+                "`s * g - (s @ g) / s.sum() * s`."
+            ),
+            "s = p^(alpha - 1)": "Change the exponent in `p ** (alpha - 1)` to `2 - alpha`.",
+            "s = p^(2 - alpha) without restricting it to the support": (
+                "Wrap your power in `np.where(p > 0, p ** (2 - alpha), 0.0)`: at alpha = 2, `0.0 ** 0` is 1."
+            ),
+            "dividing by the support size instead of the sum of s": "Change `(p > 0).sum()` in the denominator to `s.sum()`.",
+            "dividing by the sum of squares of s": "Change `(s ** 2).sum()` (or `s @ s`) in the denominator to `s.sum()`.",
+            "the support indicator for every alpha (sparsemax's Jacobian)": (
+                "Replace `s = (p > 0).astype(float)` by `s = np.where(p > 0, p ** (2 - alpha), 0.0)`."
+            ),
+            "normalizing s to sum 1 before using it twice": (
+                "Delete `s = s / s.sum()`: keep s unnormalized in `s * g`, and divide only the second term by `s.sum()`."
+            ),
+            "subtracting the p-weighted mean of g instead of the s-weighted one": (
+                "Change `p @ g` to `(s @ g) / s.sum()` in the subtracted term."
+            ),
+            _Q2_SMALL_LABEL: f"Change the test `p > {_Q2_SMALL_CUT:g}` (or `np.isclose(p, 0)`) to `p > 0`.",
+            "the right formula computed in float32": (
+                "Remove `dtype=np.float32` / `astype(np.float32)`; print `s.dtype` and your result's dtype: both "
+                "should read float64."
             ),
         },
         hints=[

@@ -77,6 +77,34 @@ def _q1_variants() -> dict:
     return variants
 
 
+_M_CODE = {"max(m1, m2)": "max(m1, m2)", "min(m1, m2)": "min(m1, m2)", "m1": "m1", "m2": "m2"}
+_FACTOR_CODE = {"exp(m_i - m)": "np.exp(m_i - m)", "exp(m - m_i)": "np.exp(m - m_i)", "nothing": "1"}
+
+
+def _q1_next_steps() -> dict[str, str]:
+    """For each generated merge, the line to change: the merged maximum, the factor, or both."""
+    steps = {}
+    for m_name in _MERGED_MAX:
+        for f_name in _RESCALE:
+            if (m_name, f_name) == ("max(m1, m2)", "exp(m_i - m)"):
+                continue
+            fixes = []
+            if m_name != "max(m1, m2)":
+                fixes.append(f"change `m = {_M_CODE[m_name]}` to `m = max(m1, m2)`")
+            if f_name != "exp(m_i - m)":
+                fixes.append(f"change the factor on each ell_i from `{_FACTOR_CODE[f_name]}` to `np.exp(m1 - m)` and "
+                             "`np.exp(m2 - m)`")
+            else:
+                fixes.append("keep the factors `np.exp(m1 - m)` and `np.exp(m2 - m)`")
+            steps[f"taking m = {m_name} and rescaling each ell_i by {f_name}"] = (
+                " and ".join(fixes).capitalize() + ": then neither factor exceeds 1."
+            )
+    steps["the right formula without a guard for two empty states"] = (
+        "Put `if m == -np.inf: return m, 0.0` right after `m = max(m1, m2)`, before the line with `np.exp`."
+    )
+    return steps
+
+
 _Q1_SOLUTION = """
 ```python
 def merge(m1, ell1, m2, ell2):
@@ -127,6 +155,15 @@ def _q1() -> FunctionExercise:
                 "Two empty states (-inf, 0) merge into the empty state (-inf, 0): when m is -inf, "
                 "return (m, 0.0) instead of computing exp(-inf - (-inf))."
             ),
+        },
+        next_steps={
+            **_q1_next_steps(),
+            "adding the normalizers without rescaling": (
+                "Multiply each normalizer before adding: `ell1 * np.exp(m1 - m) + ell2 * np.exp(m2 - m)` with "
+                "`m = max(m1, m2)`."
+            ),
+            "rescaling with the wrong sign": "Swap the exponents: `np.exp(m1 - m)`, not `np.exp(m - m1)` (and the same for m2).",
+            "keeping the smaller maximum": "Change `min(m1, m2)` to `max(m1, m2)`, and keep the factors `np.exp(m_i - m)`.",
         },
         nonfinite_hint=(
             "If both states are empty, m = -inf and exp(m1 - m) = exp(-inf + inf) = nan: return (-inf, 0.0) "
@@ -466,6 +503,52 @@ def _q2() -> FunctionExercise:
             ),
         },
         properties=[_numpy_only, _never_holds_the_score_matrix, _computed_in_float64],
+        next_steps={
+            "no rescaling of ell and acc when the maximum grows": (
+                "Add `alpha = np.exp(m - m_new)` and use it in `ell = alpha * ell + p.sum(axis=1)` and "
+                "`acc = alpha[:, None] * acc + p @ v_tile`."
+            ),
+            "rescaling ell but not acc": "Change `acc = acc + p @ v_tile` to `acc = alpha[:, None] * acc + p @ v_tile`.",
+            "rescaling acc but not ell": "Change `ell = ell + p.sum(axis=1)` to `ell = alpha * ell + p.sum(axis=1)`.",
+            "rescaling by exp(m_new - m), the wrong sign": "Swap the operands: `alpha = np.exp(m - m_new)`, which is at most 1.",
+            "shifting each block by its own maximum only": (
+                "Keep `m` across the tiles of keys: `m_new = np.maximum(m, s.max(axis=1))`, and shift `p` by "
+                "`m_new`, not by `s.max(axis=1)`."
+            ),
+            "one running maximum for the whole tile (s.max() instead of s.max(axis=1))": (
+                "Change `s.max()` to `s.max(axis=1)`, so that `m` has one entry per query row."
+            ),
+            "no maximum at all (shifting by 0)": (
+                "Track `m = np.full(rows, -np.inf)`, update `m_new = np.maximum(m, s.max(axis=1))`, and compute "
+                "`p = np.exp(s - m_new[:, None])`."
+            ),
+            "computing the block's terms relative to the old maximum and rescaling afterwards": (
+                "Compute `m_new` first and `p = np.exp(s - m_new[:, None])` after it, then `alpha = np.exp(m - m_new)`."
+            ),
+            "dividing acc by ell after every block": (
+                "Move `acc / ell[:, None]` out of the loop over key tiles: divide once, into `out[i0:i1]`, after it."
+            ),
+            "tiles that end one key early (j0:j0 + block_k - 1)": "Set `j1 = min(j0 + block_k, S)`, without the `- 1`.",
+            "tiles that end one key late (j0:j0 + block_k + 1)": "Set `j1 = min(j0 + block_k, S)`, without the `+ 1`.",
+            "dropping the last, partial tile of keys": (
+                "Loop with `for j0 in range(0, S, block_k)` and set `j1 = min(j0 + block_k, S)`, not "
+                "`range(0, S - block_k + 1, block_k)`."
+            ),
+            "dropping the last, partial tile of queries": (
+                "Loop with `for i0 in range(0, L, block_q)` and set `i1 = min(i0 + block_q, L)`."
+            ),
+            "shifting by m_new = -inf when nothing is allowed yet": (
+                "Add `shift = np.where(m_new == -np.inf, 0.0, m_new)` and use `shift` in both `np.exp(m - shift)` "
+                "and `np.exp(s - shift[:, None])`."
+            ),
+            "no 1/sqrt(E) scale": "Multiply the tile's scores by `scale = 1 / np.sqrt(q.shape[1])`.",
+            "scaling by 1/E instead of 1/sqrt(E)": "Change `1 / q.shape[1]` to `1 / np.sqrt(q.shape[1])`.",
+            "scaling by 1/sqrt(Ev), the values' width": "Take the scale from `q.shape[1]`, not `v.shape[1]`.",
+            "rescaling ell by exp(m_new - m) and acc by nothing": (
+                "Use one `alpha = np.exp(m - m_new)` for both lines: `ell = alpha * ell + ...` and "
+                "`acc = alpha[:, None] * acc + ...`."
+            ),
+        },
         hints=[
             "Two loops: over tiles of queries `for i0 in range(0, L, block_q)`, and inside it over tiles of keys "
             "`for j0 in range(0, S, block_k)`; end each tile at `min(i0 + block_q, L)` and `min(j0 + block_k, S)`.",
@@ -516,6 +599,17 @@ def _q3() -> ValueExercise:
             "every tile its own K and V tile, per key tile": (
                 math.ceil(L / bq) * math.ceil(S / bk) * kv_once / mib,
                 "each tile of queries reads K and V once in all, one tile of keys at a time, not once per tile of keys.",
+            ),
+        },
+        next_steps={
+            "K and V once": "Multiply by the number of query tiles, `L / block_q = 4096 / 128`.",
+            "L / block_k passes": "Count the passes as `L / block_q = 32`, not `L / block_k = 64`.",
+            "K only": "Count both K and V in each pass: `2 * S * d * 4` bytes per pass.",
+            "numbers, not bytes": "Multiply by `4` bytes per float32 number.",
+            "MB, not MiB": "Divide the bytes by `2**20`, not `10**6`.",
+            "Q as well": "Remove Q's `L * d * 4` bytes from your total.",
+            "every tile its own K and V tile, per key tile": (
+                "Count one full read of K and V per query tile: `(L / block_q) * 2 * S * d * 4` bytes."
             ),
         },
         hints=[

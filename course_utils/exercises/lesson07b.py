@@ -141,6 +141,21 @@ def _q1_floor_advice() -> dict:
     return advice
 
 
+def _q1_floor_next_steps() -> dict:
+    steps = {}
+    for c in _Q1_FLOORS:
+        steps[f"flushing to 0 every weight whose exponent s - lse is below {c:g}"] = (
+            f"Delete the `np.where(s - lse < {c:g}, 0.0, ...)` around your `np.exp`: return "
+            "`np.exp(scores - lse[..., None])` for every entry.")
+        steps[f"flooring the exponent s - lse at {c:g}, masked scores kept at 0"] = (
+            f"Delete the `np.maximum(..., {c:g})` around the exponent, and with it the special case for -inf "
+            "scores: `np.exp(-np.inf)` is already 0.")
+        steps[f"flooring the exponent s - lse at {c:g}"] = (
+            f"Delete the `np.maximum(..., {c:g})` around the exponent, so that a -inf score gives `np.exp(-np.inf)`"
+            " = 0.")
+    return steps
+
+
 def _q1_at_most_one(run: Run) -> str | None:
     if (run.output > 1 + 1e-12).any():
         return (f"has a weight of {run.output.max():.4g}, above 1: every weight is e^(s - lse) <= 1, "
@@ -254,6 +269,29 @@ def _q1() -> FunctionExercise:
                 "A row with no allowed key has weight 0 on every key (its output is zeros, as SDPA returns), not 1/n."
             ),
             **_q1_floor_advice(),
+        },
+        next_steps={
+            "exp(scores - lse) with lse = -inf left in place": (
+                "Before the subtraction add `lse = np.where(np.isneginf(lse), np.inf, lse)`."
+            ),
+            "the softmax of the tile alone": (
+                "Replace the tile's softmax by `np.exp(scores - lse[..., None])`: no max and no sum over the tile."
+            ),
+            "shifting by the tile's maximum instead of the lse": (
+                "Replace `scores.max(axis=-1, keepdims=True)` by `lse[..., None]` and drop the division that follows."
+            ),
+            "exp(scores) / exp(lse)": "Write it as one exponential of a difference: `np.exp(scores - lse[..., None])`.",
+            "2 ** (scores - lse) (exp2 without log2(e))": (
+                "Either use `np.exp(scores - lse[..., None])`, or multiply the exponent by `np.log2(np.e)` inside "
+                "`2 ** (...)`."
+            ),
+            "adding the lse instead of subtracting it": "Change `scores + lse[..., None]` to `scores - lse[..., None]`.",
+            "the lse broadcast along the columns": "Change `lse[None, :]` (or a bare `lse`) to `lse[..., None]`.",
+            "uniform weights for a fully masked row": (
+                "Delete the special case that returns `1 / n` for a masked row: with `lse = +inf` there, "
+                "`np.exp(-np.inf - np.inf)` gives its zeros."
+            ),
+            **_q1_floor_next_steps(),
         },
         hints=[
             "The lse of a row is log(sum of e^s over all its allowed keys), so every weight of the row is e^(s - lse), "
@@ -370,6 +408,21 @@ def _q2() -> FunctionExercise:
                 "D has one number per query row: use D[:, None], which lines it up with the rows of the tile."
             ),
         },
+        next_steps={
+            "D summed over this tile's keys only": (
+                "Replace `(p * d_p).sum(axis=-1)` by `(d_out * out).sum(axis=-1)`: the output rows, not the tile."
+            ),
+            "leaving D out": "Subtract `D[:, None]` inside the product: `p * (d_p - D[:, None])`.",
+            "D = rowsum(dO)": "Multiply by the output before summing: `(d_out * out).sum(axis=-1)`.",
+            "D = rowsum(O)": "Multiply by the output's gradient before summing: `(d_out * out).sum(axis=-1)`.",
+            "D = the row mean of dO * O instead of its sum": "Change `.mean(axis=-1)` to `.sum(axis=-1)`.",
+            "the opposite sign": "Swap the operands: `p * (d_p - D[:, None])`, not `p * (D[:, None] - d_p)`.",
+            "subtracting D outside the product with P": (
+                "Move `D` inside the parentheses: `p * (d_p - D[:, None])`, not `p * d_p - D[:, None]`."
+            ),
+            "leaving out the factor P": "Multiply your `d_p - D[:, None]` by `p`, entry by entry.",
+            "D broadcast along the columns": "Change `D[None, :]` (or a bare `D`) to `D[:, None]`.",
+        },
         hints=[
             "Softmax's backward, row by row (lesson 04): dS = P * (dP - D), with one number D_i per query row.",
             "D_i = sum_j P_ij dP_ij over all the row's keys, and this tile holds only some of them. "
@@ -462,6 +515,29 @@ def _q3_shifted(shift):
             return (np.moveaxis(share, -1, 0)[..., None] * outputs).sum(axis=0)
 
     return merge
+
+
+#: The code a learner who shifts each query's lses by each entry of ROW_SHIFTS most likely wrote.
+_Q3_SHIFT_CODE = {
+    "the row mean": "lses.mean(axis=0)",
+    "the row median": "np.median(lses, axis=0)",
+    "the row's first entry": "lses[0]",
+    "the row minimum": "lses.min(axis=0)",
+    "one maximum for the whole batch": "lses.max()",
+    "the maximum along the first axis": "lses.max(axis=1, keepdims=True)",
+    "nothing (the textbook formula)": None,
+    "a constant 1000": "1000",
+}
+
+
+def _q3_shift_next_steps() -> dict:
+    steps = {}
+    for label, name in zip(shift_variants(_q3_shifted), ROW_SHIFTS):
+        code = _Q3_SHIFT_CODE[name]
+        start = (f"Where you subtract `{code}`, subtract `top = lses.max(axis=0)` instead" if code else
+                 "Before `np.exp`, subtract `top = lses.max(axis=0)` from `lses`")
+        steps[label] = f"{start} (shifted by 0 where `np.isneginf(top)`): one maximum per query, over the chunks."
+    return steps
 
 
 def _q3_shift_advice() -> dict:
@@ -568,6 +644,41 @@ def _q3() -> FunctionExercise:
             **_q3_shift_advice(),
         },
         properties=[float32_rounding("compute in float64: the lses and outputs are float64, and the merge needs no cast")],
+        next_steps={
+            "the plain average of the chunks' outputs": (
+                "Weight each chunk's output by `share = np.exp(lses - top) / np.exp(lses - top).sum(axis=0)` with "
+                "`top = lses.max(axis=0)`, then `(share[..., None] * outputs).sum(axis=0)`."
+            ),
+            "the sum of the chunks' outputs": (
+                "Multiply each chunk's output by its share `np.exp(lses - top) / np.exp(lses - top).sum(axis=0)` "
+                "before `.sum(axis=0)`."
+            ),
+            "weights e^(lse_s) without subtracting the maximum": (
+                "Change `np.exp(lses)` to `np.exp(lses - shift)` with `top = lses.max(axis=0)` and "
+                "`shift = np.where(np.isneginf(top), 0.0, top)`."
+            ),
+            "weights e^(lse_s - max) not divided by their sum": (
+                "Divide `w = np.exp(lses - shift)` by `w.sum(axis=0)` (zeros where that sum is 0)."
+            ),
+            "weights proportional to lse_s": (
+                "Exponentiate before normalizing: `w = np.exp(lses - shift)`, not `lses / lses.sum(axis=0)`."
+            ),
+            "only the chunk with the largest lse": (
+                "Replace the `argmax` pick by a weighted sum: `(share[..., None] * outputs).sum(axis=0)` with "
+                "`share = w / w.sum(axis=0)`."
+            ),
+            "no care for a row empty in every chunk": (
+                "Add `shift = np.where(np.isneginf(top), 0.0, top)` and return "
+                "`np.where(total > 0, w / np.where(total > 0, total, 1.0), 0.0)` as the share."
+            ),
+            "an empty chunk's lse read as 0": (
+                "Delete the line that replaces -inf lses (`np.nan_to_num`, `np.where(np.isneginf(lses), 0, lses)`): "
+                "`np.exp(-np.inf)` is the 0 you need."
+            ),
+            "normalizing over the rows instead of the chunks": "Change `axis=1` to `axis=0` in the max and in the sum.",
+            "weights e^(-lse_s)": "Change `np.exp(-lses ...)` to `np.exp(lses - shift)`: a larger lse gets a larger share.",
+            **_q3_shift_next_steps(),
+        },
         hints=[
             "Chunk s holds the share e^(lse_s - lse) of the row's softmax mass, where lse = log(sum_s e^(lse_s)).",
             "Compute it as a stable softmax over the chunks (axis 0): subtract each row's largest lse_s, exponentiate, "

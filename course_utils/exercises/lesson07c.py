@@ -69,6 +69,16 @@ def _q1() -> FunctionExercise:
             "dividing by 10**6 (MB) instead of 2**20 (MiB)": "A MiB is 2**20 bytes.",
         },
         nonfinite_hint="Memory is a finite count of bytes: return a number, in MiB.",
+        next_steps={
+            "counting the output only": "Add `lse = B * H * L * 4` bytes (one float32 per query and head) to your output's bytes.",
+            "counting an L x L matrix of scores too": "Remove the `B * H * L * L * 2` bytes of scores from your total.",
+            "storing the logsumexp in bfloat16": "Count the logsumexp at `4` bytes per number: `B * H * L * 4`.",
+            "storing the output in float32": "Count the output at `2` bytes per number: `B * H * L * D * 2`.",
+            "counting Q, K and V as well": "Remove the three `B * H * L * D * 2` inputs: count the output and the logsumexp only.",
+            "forgetting the heads": "Multiply every tensor's size by `H`: the output is (B, H, L, D), the logsumexp (B, H, L).",
+            "dividing by 10**6 (MB) instead of 2**20 (MiB)": "Change the divisor `10**6` (or `1e6`) to `2**20`.",
+            "one logsumexp per head instead of one per query": "Count the logsumexp as `B * H * L * 4` bytes, not `B * H * 4`.",
+        },
         hints=[
             "List what the call must leave behind for the caller and for the backward pass, and the dtype of each.",
             "The output has shape (B, H, L, D) in bfloat16; the logsumexp has one float32 number per query and head.",
@@ -115,6 +125,18 @@ def _q2() -> ValueExercise:
             "float32 scores and weights without the byte": (
                 scores * 8 / MIB,
                 "that is the float32 upcast (and without the byte per score): with reduced precision nothing is upcast.",
+            ),
+        },
+        next_steps={
+            "the default, with the float32 upcast": (
+                "Redo the sum with scores and weights at `2` bytes each (bfloat16), plus the byte per score of the "
+                "-inf test."
+            ),
+            "two bfloat16 matrices": "Add `L * S * 1` byte for the bool tensor that marks the rows of -inf.",
+            "one bfloat16 matrix and the byte": "Count two L x S bfloat16 matrices, `2 * L * S * 2` bytes, plus the byte.",
+            "float32 scores, bfloat16 weights": "Count the scores at `2` bytes too: `L * S * 2`.",
+            "float32 scores and weights without the byte": (
+                "Count the scores and weights at `2` bytes each instead of 4, and add `L * S` bytes for the -inf test."
             ),
         },
         hints=[

@@ -1,4 +1,4 @@
-"""Exercises for lesson 08, does the scale matter in training?"""
+"""Exercises for lesson 08, does the scale matter in training? (the experiment)"""
 
 from __future__ import annotations
 
@@ -6,40 +6,63 @@ import numpy as np
 
 from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, float32_rounding, starter
 
-# --- q1: the Adam reparametrization -----------------------------------------------------
+# --- q1: the init that matches the scaled start --------------------------------------------
+
+
+def _q1_family() -> dict[str, tuple[float, str]]:
+    """Every factor that is a power of d_k = 256 other than 256 ** -0.25, named by the mistake it makes."""
+    why = {
+        -1.0: "multiplied by d_k", -0.5: "multiplied by sqrt(d_k)", -0.25: "multiplied by d_k ** (1/4)",
+        0.0: "unchanged", 0.125: "by d_k ** (-1/8)", 0.375: "by d_k ** (-3/8)", 0.5: "by c itself",
+        0.75: "by d_k ** (-3/4)", 1.0: "by c squared",
+    }
+    family = {}
+    for power, label in why.items():
+        f = 256.0**-power
+        if power == 0:
+            text = "that is arm (a): with W_q and W_k unchanged the scores stay 16 times larger than the scaled arm's."
+        elif power < 0:
+            text = (f"a factor of {f:g} on each of W_q and W_k multiplies every score by {f * f:g}: larger scores, "
+                    "while the scaled arm's are 16 times smaller than the unscaled ones.")
+        else:
+            text = (f"a factor of {f:g} on each of W_q and W_k multiplies every score by {f * f:.4g}, since a score is a "
+                    "product of a query and a key; the scaled arm multiplies it by c = 1/16.")
+        family[label] = (f, text)
+    family["the negative root"] = (-0.25, "negative factors on both give the same scores, but the question asks for the "
+                                   "positive factor: the arms keep their weights' signs.")
+    return family
+
+
+def _q1_next_step(label: str, f: float) -> str:
+    """One step beyond the feedback for the factor `f`, without giving the answer."""
+    if label == "the negative root":
+        return "Keep the size you found and flip the sign: `abs(prediction)`."
+    if label == "unchanged":
+        return "Multiply both W_q and W_k by `f`: by what power of `f` is `(query @ W_q) · (x @ W_k)` multiplied?"
+    if f > 1:
+        return (f"Your `{f:g} ** 2 = {f * f:g}` makes the scores larger, but `c = 1/16` shrinks them: "
+                "the factor must be below 1.")
+    return f"Your `{f:g} ** 2 = {f * f:.4g}`, not `c = 0.0625`: solve `f ** 2 == c` for `f > 0`."
 
 
 def _q1() -> ValueExercise:
+    family = _q1_family()
     return ValueExercise(
         "08",
         "q1",
-        "At d_k = 256 an unscaled model starts with W_q and W_k multiplied by 1/4, so that its scores start like "
-        "those of the scaled model (c = 1/16). By what factor must the Adam learning rate of W_q and W_k be "
-        "multiplied for it to train exactly like the scaled model?",
+        "At d_k = 256 the scaled arm computes c · q · k with c = 1/16, the unscaled arm q · k. By what positive factor "
+        "must W_q and W_k each be multiplied at initialization for the unscaled scores to start equal to the scaled ones?",
         reference=0.25,
-        wrong_answers={
-            "unchanged": (1.0, "that is the init-matched arm: it starts like the scaled model, but its weights, 4 times smaller, "
-                          "move by steps of the same size, so relative to their size they move 4 times too fast."),
-            "like c": (1 / 16, "Adam's step does not grow or shrink with the gradient: it divides by the gradient's own running "
-                       "size. The steps must shrink like the weights themselves, by the same factor as their initialization."),
-            "like the gradient": (4.0, "the gradient with respect to the smaller weights is 4 times larger, but Adam divides that "
-                                  "factor out. A larger learning rate would move the small weights even faster."),
-            "square root of the init factor": (0.5, "the steps must shrink by the same factor as the weights, not by its square root."),
-            "c squared": (1 / 256, "that shrinks the steps far more than the weights: the model would barely move."),
-        },
+        wrong_answers=family,
+        next_steps={label: _q1_next_step(label, f) for label, (f, _) in family.items()},
         hints=[
-            "Write W = g V with g = 1/4. The model with W and c = 1 computes the same scores as the model with V and c = g² = 1/16.",
-            "The gradient with respect to W is (1/g) times the gradient with respect to V. What does Adam do with a gradient "
-            "multiplied by a constant? (Its update is lr times m̂ / (√v̂ + ε).)",
-            "Adam's step direction does not change when the gradient is multiplied by a constant (up to ε). For W = g V to "
-            "follow V, W's steps must be g times V's steps.",
+            "A score is (query W_q) · (x W_k): a product of one factor from W_q and one from W_k.",
+            "Multiplying W_q and W_k by f each multiplies every score by f². The scaled arm multiplies it by c = 1/16.",
+            "Solve f² = c = 1/16 for f > 0; in powers of d_k, f = d_k ** (-1/4).",
         ],
-        solution="`0.25`. Write W_q = g V_q and W_k = g V_k with g = 1/4 = sqrt(c). Then (query W_q)·(x W_k) = "
-        "g² (query V_q)·(x V_k) = c (query V_q)·(x V_k): the unscaled model with W is the scaled model with V. "
-        "Its gradients are dL/dW = (1/g) dL/dV, and Adam's update lr · m̂/(√v̂ + ε) is the same whatever constant "
-        "multiplies every gradient (up to ε). So if V moves by lr · u, W = g V must move by g · lr · u: the learning "
-        "rate of W_q and W_k is multiplied by g = 1/4, like their initialization. A constant c on the scores is "
-        "sqrt(c) on the initialization and sqrt(c) on the learning rate.",
+        solution="`0.25`. A score (query W_q) · (x W_k) is multiplied by f · f = f² when W_q and W_k are each multiplied "
+        "by f. The scaled arm multiplies the scores by c = 1/sqrt(d_k) = 1/16, so f² = 1/16 and f = 1/4 = d_k ** (-1/4): "
+        "arm (c) starts exactly like arm (b).",
         atol=1e-3,
     )
 
@@ -138,6 +161,20 @@ def _q2() -> FunctionExercise:
             "relative differences": _q2_ratio,
             "sorted before pairing": _q2_sorted,
         },
+        next_steps={
+            "ddof = 0": "Change `d.std()` to `d.std(ddof=1)`.",
+            "unpaired standard deviation": (
+                "Take the spread of the differences, `d = loss_arm - loss_ref; d.std(ddof=1)`, not "
+                "`np.sqrt(a.var(ddof=1) + b.var(ddof=1))`."
+            ),
+            "reference minus arm": "Swap the operands: `d = loss_arm - loss_ref`.",
+            "absolute differences": "Remove the `np.abs(...)` around `loss_arm - loss_ref`.",
+            "the standard deviation of the arm alone": "Change `loss_arm.std(ddof=1)` to `d.std(ddof=1)` with `d = loss_arm - loss_ref`.",
+            "the standard error instead of the standard deviation": "Delete the `/ np.sqrt(d.size)` after `d.std(ddof=1)`.",
+            "the median difference": "Change `np.median(d)` to `d.mean()`.",
+            "relative differences": "Change `loss_arm / loss_ref - 1` to `loss_arm - loss_ref`.",
+            "sorted before pairing": "Delete the `np.sort(...)` calls: subtract `loss_arm - loss_ref` seed by seed, in the order given.",
+        },
         hints=[
             "Subtract per seed: `diff = loss_arm - loss_ref` (arm minus reference, so a positive mean means the arm is worse).",
             "Return two numbers, `np.array([mean, sd])`, both of the differences, not of either arm.",
@@ -149,147 +186,6 @@ def _q2() -> FunctionExercise:
     )
 
 
-# --- q3: QK-norm scores -----------------------------------------------------------------
-
-
-def _rms(x: np.ndarray) -> np.ndarray:
-    return np.sqrt((x * x).mean(axis=-1, keepdims=True))
-
-
-def _q3_reference(q: np.ndarray, k: np.ndarray) -> np.ndarray:
-    d = q.shape[-1]
-    return (q / _rms(q)) @ np.swapaxes(k / _rms(k), -1, -2) / np.sqrt(d)
-
-
-def _q3_unit_norm(q, k):
-    d = q.shape[-1]
-    return (q / np.linalg.norm(q, axis=-1, keepdims=True)) @ np.swapaxes(k / np.linalg.norm(k, axis=-1, keepdims=True), -1, -2) / np.sqrt(d)
-
-
-def _q3_no_scale(q, k):
-    return (q / _rms(q)) @ np.swapaxes(k / _rms(k), -1, -2)
-
-
-def _q3_scale_d(q, k):
-    return (q / _rms(q)) @ np.swapaxes(k / _rms(k), -1, -2) / q.shape[-1]
-
-
-def _q3_q_only(q, k):
-    return (q / _rms(q)) @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
-
-
-def _q3_wrong_axis(q, k):
-    def rms0(x):
-        return np.sqrt((x * x).mean(axis=-2, keepdims=True))
-
-    return (q / rms0(q)) @ np.swapaxes(k / rms0(k), -1, -2) / np.sqrt(q.shape[-1])
-
-
-def _q3_layer_norm(q, k):
-    def ln(x):
-        c = x - x.mean(axis=-1, keepdims=True)
-        return c / _rms(c)
-
-    return ln(q) @ np.swapaxes(ln(k), -1, -2) / np.sqrt(q.shape[-1])
-
-
-def _q3_std_ddof1(q, k):
-    def norm(x):
-        return x / x.std(axis=-1, ddof=1, keepdims=True)
-
-    return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
-
-
-def _q3_epsilon(eps):
-    def wrong(q, k):
-        def norm(x):
-            return x / np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
-
-        return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
-
-    return wrong
-
-
-def _q3_mean_abs(q, k):
-    def norm(x):
-        return x / np.abs(x).mean(axis=-1, keepdims=True)
-
-    return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
-
-
-def _bounded_by_sqrt_d(run: Run) -> str | None:
-    q = np.asarray(run.case.args[0])
-    bound = np.sqrt(q.shape[-1]) * (1 + 1e-9)
-    if (np.abs(run.output) > bound).any():
-        return (f"has a score of size {np.abs(run.output).max():.4g}, above sqrt(d_k) = {np.sqrt(q.shape[-1]):.4g}: "
-                "two vectors of RMS 1 have length sqrt(d_k) each, so their dot product divided by sqrt(d_k) is at most sqrt(d_k)")
-    return None
-
-
-_Q3_SOLUTION = """
-def qk_norm_scores(q, k):
-    d_k = q.shape[-1]
-    q_hat = q / np.sqrt((q ** 2).mean(axis=-1, keepdims=True))   # every row has RMS 1: length sqrt(d_k)
-    k_hat = k / np.sqrt((k ** 2).mean(axis=-1, keepdims=True))
-    return q_hat @ np.swapaxes(k_hat, -1, -2) / np.sqrt(d_k)
-
-Each score is sqrt(d_k) times the cosine of the angle between q and k, so it lies in [-sqrt(d_k), sqrt(d_k)]
-however large W_q and W_k grow: the logits cannot grow without bound.
-"""
-
-
-def _q3() -> FunctionExercise:
-    gen = np.random.default_rng(8)
-    long_rows = gen.normal(size=(3, 16)) * np.array([[0.01], [1.0], [100.0]])
-    return FunctionExercise(
-        "08",
-        "q3",
-        "QK-norm scores: RMS-normalize every query and key, then (q̂ · k̂) / sqrt(d_k)",
-        reference=_q3_reference,
-        starter=starter,
-        cases=[
-            Case((np.array([[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]), np.array([[2.0, 0.0, 0.0, 0.0], [0.0, 3.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]]))),
-            Case((gen.normal(size=(4, 8)) + 2.0, gen.normal(size=(5, 8)))),
-            Case((long_rows, gen.normal(size=(6, 16)) * 50.0)),
-            Case((gen.normal(size=(2, 3, 5, 8)), gen.normal(size=(2, 3, 7, 8)))),
-        ],
-        properties=[_bounded_by_sqrt_d],
-        wrong_answers={
-            "unit length instead of RMS 1": _q3_unit_norm,
-            "no division by sqrt(d_k)": _q3_no_scale,
-            "division by d_k": _q3_scale_d,
-            "normalizing q only": _q3_q_only,
-            "normalizing over the wrong axis": _q3_wrong_axis,
-            "LayerNorm (subtracting the mean)": _q3_layer_norm,
-            "the standard deviation with ddof = 1": _q3_std_ddof1,
-            "the mean absolute value": _q3_mean_abs,
-        },
-        variants={f"an epsilon of {eps:g} inside the square root": _q3_epsilon(eps) for eps in (1e-6, 1e-4)},
-        advice={
-            f"an epsilon of {eps:g} inside the square root": (
-                f"You added {eps:g} inside the square root, as RMSNorm layers do against a row of zeros. It moves a row "
-                "of RMS r by about eps / (2 r²), and one test row has RMS about 0.01: divide by the RMS itself, no epsilon."
-            )
-            for eps in (1e-6, 1e-4)
-        },
-        hints=[
-            "The RMS of a row is sqrt(mean(x²)) over its d_k components; divide each row of q and of k by its own RMS (axis=-1, keepdims=True).",
-            "After that every row has length sqrt(d_k). Then take the usual scaled scores: q̂ @ k̂ᵀ / sqrt(d_k), with np.swapaxes(k̂, -1, -2) for batched inputs.",
-            "Do not subtract the mean (that would be LayerNorm) and do not use the standard deviation: RMS normalization only rescales each row.",
-        ],
-        solution=_Q3_SOLUTION,
-        nonfinite_hint=(
-            "a division by zero: no test row is all zeros, so its RMS, sqrt(mean(x²)), is never 0, but the standard "
-            "deviation of a constant row such as [1, 1, 1, 1] is. Divide by the RMS, not by the standard deviation."
-        ),
-        # rtol 1e-6 admits float32 answers. The exercise asks for the RMS itself: an epsilon inside the square root
-        # (as in RMSNorm layers) moves a row of RMS r by about eps / (2 r^2), 5e-3 for the row of RMS 0.01 at
-        # eps = 1e-6, and is rejected with advice that names it.
-        rtol=1e-6,
-        atol=1e-9,
-    )
-
-
 def exercises() -> list[Exercise]:
     """Fresh instances of this lesson's exercises, in order."""
-    return [_q1(), _q2(), _q3()]
+    return [_q1(), _q2()]

@@ -8,7 +8,10 @@ import numpy as np
 
 from ..softmax import softmax
 from ..variants import softmax_with_sink
+from .core import _SHIFT_CODE  # the code each wrong shift most likely is, to name the line to change
 from .core import (
+    CLIP_LIMITS,
+    ROW_SHIFTS,
     Case,
     Exercise,
     FunctionExercise,
@@ -155,6 +158,27 @@ _FLOAT32_ADVICE = "compute in float64 (the inputs are float64; a float32 array o
 _SINK_IN_THE_ROW = " Here the sink is one more score of the row, so its maximum is m = max(max x, s); try that input with s = 0."
 
 
+_SINK_MAX = "`m = np.maximum(x.max(axis=-1, keepdims=True), sink)`"
+
+
+def _q1_shift_next_steps() -> dict[str, str]:
+    """The line to change for each wrong shift of the row with its sink, and for each clip and floor."""
+    steps = {}
+    for label, name in zip(shift_variants(_q1_shifted_by), ROW_SHIFTS):
+        code = _SHIFT_CODE[name]
+        start = (f"Where you subtract {code}, subtract {_SINK_MAX} instead" if code else
+                 f"Before `np.exp`, compute {_SINK_MAX}")
+        steps[label] = f"{start}, and subtract it from the sink too: `np.exp(x - m)` and `np.exp(sink - m)`."
+    steps[_LARGEST_ABS] = f"Replace `np.abs(...).max(...)` by {_SINK_MAX}: the largest score, signed."
+    for c in CLIP_LIMITS:
+        steps[f"clipping the scores to [-{c:g}, {c:g}]"] = (
+            f"Delete the `np.clip(x, -{c:g}, {c:g})` and shift the raw scores and the sink by {_SINK_MAX}.")
+    for f in _FLOORS:
+        steps[f"flooring the exponents at {f:g}"] = (
+            f"Delete the `np.maximum(..., {f:g})` around both exponents: use `np.exp(x - m)` and `np.exp(sink - m)` as they are.")
+    return steps
+
+
 def _below_one(run: Run) -> str | None:
     # Only rows whose sink share survives in float64: with scores ~1000 above the sink it rounds to 0.
     total = run.output.sum(axis=-1)
@@ -260,6 +284,20 @@ def _q1() -> FunctionExercise:
                 "(try x = [-1000, -1001], s = -1000.5) then underflows to 0/0: shift by m = max(max x, s)."
             ),
         },
+        next_steps={
+            **_q1_shift_next_steps(),
+            "plain softmax, ignoring the sink": "Add `np.exp(sink - m)` to the denominator: `e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))`.",
+            "softmax₁ whatever the sink": "Replace the fixed `1` (that is, `e^0`) in the denominator by `np.exp(sink - m)`.",
+            "s instead of e^s in the denominator": "Exponentiate the sink: `np.exp(sink - m)`, not `sink`.",
+            "shifting the scores but not the sink": "Subtract m from the sink too: `np.exp(sink - m)`, not `np.exp(sink)`.",
+            "shifting by the max of x only (nan for a fully masked row)": f"Let the sink into the maximum: {_SINK_MAX}.",
+            "e^{-s} instead of e^s": "Change `np.exp(-sink ...)` to `np.exp(sink - m)`.",
+            "padding the sink column but dropping the first column": "Keep the first columns and drop the sink's, the last one: `[..., :-1]`, not `[..., 1:]`.",
+            "renormalizing the weights to sum to 1": "Delete the final `w / w.sum(axis=-1, keepdims=True)`: the sink keeps its share.",
+            "keeping the sink's column in the result": "Slice the sink's column off the result: `[..., :-1]`.",
+            "normalizing along the first axis": "Change `axis=0` to `axis=-1` in the max and the sum, with `keepdims=True`.",
+            "shifting by the sink only (overflows for scores far above it)": f"Replace the shift `sink` by {_SINK_MAX}.",
+        },
         hints=[
             "The sink is one more logit s in the denominator: e^{x_i} / (e^s + sum_j e^{x_j}). The numerators are the scores' own.",
             "For stability subtract m = max(max_j x_j, s) from every score and from the sink: every exponent is then <= 0.",
@@ -310,6 +348,14 @@ def _q2() -> ValueExercise:
                 table(ns / 2, ns * np.exp(-ns) / (1 + np.exp(-ns))),
                 "the bias is -log n, so e^{-b} = n and each weight is 1 / (1 + n).",
             ),
+        },
+        next_steps={
+            "softmax's 1 everywhere": "Add up `n` sigmoids, one per key: `n * sigma(0 + b)` for each (n, b).",
+            "sigma(-log n) = 1/n": "Compute `sigma(-log n) = 1 / (1 + n)` exactly, then multiply by n: `n / (n + 1)`.",
+            "sigma(0) = 1": "Use `sigma(0) = 1 / (1 + e^0) = 0.5`, so the unbiased total is `n * 0.5`.",
+            "per-key weights instead of totals": "Multiply each of your weights by its row's `n` (16 or 4096).",
+            "the bias ignored": "Put the bias into the sigmoid for the second column: `n * sigma(-log n)`.",
+            "the bias as -n instead of -log n": "Use `b = -np.log(n)`, so `e^{-b} = n` and each weight is `1 / (1 + n)`.",
         },
         hints=[
             "sigma(z) = 1 / (1 + e^{-z}), applied to each of the n logits on its own; nothing divides by a sum.",

@@ -17,6 +17,7 @@ from .core import (
     float32_rounding,
     non_negative,
     shift_and_clip_advice,
+    shift_and_clip_next_steps,
     shift_examples,
     shift_invariant,
     shift_variants,
@@ -133,6 +134,20 @@ def _q1() -> FunctionExercise:
         variants=shift_variants(_q1_shifted_by),
         probes=[Case((example, 1 / math.log(example.shape[-1]))) for example in shift_examples()],  # lesson 02's shift family
         advice={label: text + _Q1_SCALED for label, text in shift_and_clip_advice().items() if label.startswith("shifting")},
+        next_steps={
+            **{label: step for label, step in shift_and_clip_next_steps(scores="z").items() if label.startswith("shifting")},
+            "plain softmax": "Multiply the logits by `s * np.log(x.shape[-1])` before the softmax.",
+            "s · n instead of s · log n": "Change the factor `s * n` to `s * np.log(n)`.",
+            "log n without s": "Multiply your `np.log(n)` by `s`: the factor is `s * np.log(n)`.",
+            "dividing by s · log n": "Change `x / (s * np.log(n))` to `x * (s * np.log(n))`.",
+            "log base 2": "Change `np.log2(n)` to `np.log(n)`, the natural log.",
+            "log(n + 1)": "Change `np.log(n + 1)` to `np.log(n)`.",
+            "the weights scaled after the softmax, not the logits before it": (
+                "Move the factor inside: `softmax(x * (s * np.log(n)))`, not `softmax(x) * (s * np.log(n))` or a power of it."
+            ),
+            "n from the first axis": "Take `n = x.shape[-1]`, not `x.shape[0]` or `len(x)`.",
+            "sqrt(n) instead of log n": "Change `np.sqrt(n)` to `np.log(n)`.",
+        },
         hints=[
             "n is the number of keys, the length of the last axis: x.shape[-1].",
             "Multiply every logit by s * log(n) (natural log), then take a stable softmax along the last axis.",
@@ -259,6 +274,26 @@ def _q2() -> FunctionExercise:
             label: "The same c must divide x inside tanh and multiply the result outside it: c·tanh(x/c) has slope 1 at 0 and bound c."
             for label in _q2_variants()
             if label not in _OTHER_CAPS
+        },
+        next_steps={
+            "the identity, no cap": "Return `c * np.tanh(x / c)` instead of `x`.",
+            "tanh(x / c) without the factor c": "Multiply your `np.tanh(x / c)` by `c`.",
+            "c · tanh(x), x not divided by c": "Divide x by c inside the tanh: `c * np.tanh(x / c)`.",
+            "tanh(c · x) / c": "Swap the roles of c: `c * np.tanh(x / c)`, not `np.tanh(c * x) / c`.",
+            "c · sigmoid(x / c) instead of c · tanh(x / c)": "Change the sigmoid to `np.tanh`: `c * np.tanh(x / c)`.",
+            "capping only the positive logits": "Delete the `np.where(x > 0, ..., x)`: apply `c * np.tanh(x / c)` to every logit.",
+            "the sign lost, c · tanh(|x| / c)": "Remove the `np.abs(...)`: `np.tanh` is odd, so `c * np.tanh(x / c)` keeps the sign.",
+            **{label: f"Replace `{code}` by `c * np.tanh(x / c)`." for label, code in (
+                ("the softsign cap c·x / (c + |x|) instead of c·tanh(x/c)", "c * x / (c + np.abs(x))"),
+                ("the arctan cap (2c/π)·arctan(πx / 2c) instead of c·tanh(x/c)", "2 * c / np.pi * np.arctan(np.pi * x / (2 * c))"),
+                ("the algebraic cap x / sqrt(1 + (x/c)²) instead of c·tanh(x/c)", "x / np.sqrt(1 + (x / c) ** 2)"),
+                ("the hard cap clip(x, -c, c) instead of c·tanh(x/c)", "np.clip(x, -c, c)"),
+            )},
+            **{label: step for k in _FACTORS for label, step in (
+                (f"the cap {k:g}·c, inside and outside tanh", f"Drop the factor `{k:g}` in both places: `c * np.tanh(x / c)`."),
+                (f"{k:g}·c outside tanh, c inside", f"Drop the `{k:g}` outside: `c * np.tanh(x / c)`, not `{k:g} * c * np.tanh(x / c)`."),
+                (f"c outside tanh, {k:g}·c inside", f"Drop the `{k:g}` inside: `np.tanh(x / c)`, not `np.tanh(x / ({k:g} * c))`."),
+            )},
         },
         hints=[
             "Check one value by hand: at x = c the answer is c·tanh(1), about 0.76·c; x is divided by c inside tanh, and the result multiplied by c.",
