@@ -4,7 +4,7 @@ The targets (issue 16) are what a learner should not feel: a median of 150 ms an
 from a keypress to the new figure in the page. They are absolute, so whether a slider meets them depends on the
 machine; ``make test`` holds each slider to a ratio against its whole figure redrawn instead (issue 23), and this
 reports the milliseconds, with the CPU that measured them. It runs the browser test's slider timing
-(``tests/test_browser.py``: every notebook in JupyterLab in headless Chromium, then each slider alone) through
+(``tests/test_browser.py``: the slider notebooks in JupyterLab in headless Chromium, then each slider alone) through
 pytest, reads the times it writes to ``test-artifacts/slider-latency.json`` and prints a Markdown table. It exits 0
 whether or not a target is met; 1 only where no times were written. A slider that fails the browser test's own
 verdict is reported too, from the keypresses timed before that test stopped (it stops once sure to fail).
@@ -57,7 +57,7 @@ def report(results: list[dict], machine: str) -> str:
 def main() -> int:
     started = time.time()
     env = {"JUPYTER_PREFER_ENV_PATH": "1", "PYDEVD_DISABLE_FILE_VALIDATION": "1", **os.environ}
-    # The browser test's own harness: its fixture runs every notebook, then the slider test times each slider.
+    # The browser test's own harness: its fixture runs the slider notebooks, then the slider test times each slider.
     subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "browser",
                     "tests/test_browser.py", "-k", "every_slider"], cwd=ROOT, env=env, check=False)
     if not LOG.exists() or LOG.stat().st_mtime < started:
