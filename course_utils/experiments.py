@@ -36,7 +36,6 @@ __all__ = [
     "Arm",
     "RowGradients",
     "RowStats",
-    "TextProgress",
     "attention_row_stats",
     "dot_product_tail",
     "dot_product_variance",
@@ -810,78 +809,6 @@ def train_retrieval(
     return {key: h.view(n_steps, n_arms, n_seeds).numpy() for key, h in history.items()}
 
 
-class TextProgress:
-    """A progress bar that is one line of text, rewritten in place; it needs no widget library.
-
-    In Jupyter the line is an output updated through its display id; elsewhere
-    it is rewritten on standard error with a carriage return. Anything that
-    sets an int attribute ``value`` from 0 to 100 can drive it, such as the
-    `progress` argument of :func:`train_retrieval`.
-
-    Parameters
-    ----------
-    label : str
-        Printed before the bar.
-    width : int, default 30
-        Characters in the bar, >= 1.
-    show : bool, default True
-        False: keep the state and write nothing (for tests and examples).
-
-    Examples
-    --------
-    >>> bar = TextProgress("training", width=10, show=False)
-    >>> bar.value = 40
-    >>> bar.text()
-    'training [####......]  40%'
-    """
-
-    def __init__(self, label: str, *, width: int = 30, show: bool = True) -> None:
-        if not isinstance(label, str):
-            raise TypeError(f"label must be a str; got {type(label).__name__} {label!r}")
-        self.label, self.width, self._value = label, check_int(width, "width", 1), 0
-        self._handle: Any = None
-        self._show = show
-        if show:
-            try:
-                from IPython import get_ipython
-                from IPython.display import Pretty, display
-            except ImportError:  # plain Python without IPython: standard error
-                get_ipython = None  # type: ignore[assignment]
-            if get_ipython is not None and get_ipython() is not None:
-                self._handle = display(Pretty(self.text()), display_id=True)
-
-    @property
-    def value(self) -> int:
-        """The percentage done, 0 to 100."""
-        return self._value
-
-    @value.setter
-    def value(self, percent: int) -> None:
-        self._value = min(100, max(0, check_int(percent, "value", 0)))
-        self._write(self.text())
-
-    def text(self) -> str:
-        """The line as shown now."""
-        filled = self.width * self._value // 100
-        return f"{self.label} [{'#' * filled}{'.' * (self.width - filled)}] {self._value:3d}%"
-
-    def close(self, message: str) -> None:
-        """Replace the bar by `message`, e.g. a summary of what ran (keep it free of timings)."""
-        self._write(message, end="\n")
-
-    def _write(self, line: str, end: str = "") -> None:
-        if not self._show:
-            return
-        if self._handle is not None:
-            from IPython.display import Pretty
-
-            self._handle.update(Pretty(line))
-        else:
-            import sys
-
-            print(f"\r{line:{len(self.text())}}", end=end, file=sys.stderr, flush=True)
-
-
 class _Share:
     """Part `index` of `parts` equal parts of a progress bar: its value 0-100 maps into the bar's."""
 
@@ -908,7 +835,7 @@ def learning_rate_sweep(
     *,
     steps: int,
     final_steps: int | None = None,
-    progress: bool = True,
+    progress: Any = None,
 ) -> dict[str, np.ndarray]:
     """Train the same arms and seeds at several learning rates and keep each run's final loss and c.
 
@@ -926,9 +853,9 @@ def learning_rate_sweep(
     final_steps : int, optional
         The final loss is the mean over the last `final_steps` steps, 1 to
         `steps`; by default ``max(1, steps // 8)`` (50 of 400).
-    progress : bool, default True
-        Show a :class:`TextProgress` bar over all the runs, replaced at the end
-        by a line saying what ran.
+    progress : object, optional
+        As in :func:`train_retrieval` (an ``ipywidgets.IntProgress`` from 0 to
+        100), for all the runs together: set to the percentage done over every rate.
 
     Returns
     -------
@@ -945,7 +872,7 @@ def learning_rate_sweep(
 
     Examples
     --------
-    >>> sweep = learning_rate_sweep([Arm("scaled", c_power=0.5)], 16, [0], [1e-3, 4e-3], steps=8, progress=False)
+    >>> sweep = learning_rate_sweep([Arm("scaled", c_power=0.5)], 16, [0], [1e-3, 4e-3], steps=8)
     >>> sweep["final"].shape, sweep["lr"].tolist()
     ((2, 1, 1), [0.001, 0.004])
     """
@@ -956,15 +883,12 @@ def learning_rate_sweep(
     window = max(1, n_steps // 8) if final_steps is None else check_int(final_steps, "final_steps", 1)
     if window > n_steps:
         raise ValueError(f"final_steps must be <= steps ({n_steps}); got {window}")
-    if not isinstance(progress, (bool, np.bool_)):
-        raise TypeError(f"progress must be a bool; got {type(progress).__name__} {progress!r}")
-    bar = TextProgress("learning-rate sweep") if progress else None
+    if progress is not None and not hasattr(progress, "value"):
+        raise TypeError(f"progress must have an int attribute value (an ipywidgets.IntProgress); got {progress!r}")
     final, c_end = [], []
     for i, lr in enumerate(rates):
-        part = None if bar is None else _Share(bar, i, len(rates))
+        part = None if progress is None else _Share(progress, i, len(rates))
         run = train_retrieval(arms, d_k, seeds, steps=n_steps, lr=lr, progress=part)
         final.append(run["loss"][-window:].mean(axis=0))
         c_end.append(run["c"][-1])
-    if bar is not None:
-        bar.close(f"trained {len(arms)} arms x {len(seeds)} seeds at {len(rates)} learning rates, {n_steps} steps each")
     return {"lr": np.array(rates), "final": np.stack(final), "c": np.stack(c_end)}

@@ -522,7 +522,7 @@ def test_the_shortcut_is_seeded_and_checks_its_arguments():
 
 # --- lesson 08: normalizing the keys alone, and the learning-rate sweep -----------------------------
 
-from course_utils.experiments import TextProgress, learning_rate_sweep  # noqa: E402
+from course_utils.experiments import learning_rate_sweep  # noqa: E402
 
 
 def test_key_norm_scores_are_the_query_against_keys_of_length_sqrt_d_k():
@@ -561,7 +561,7 @@ def test_adding_a_keys_only_arm_leaves_the_other_arms_runs_unchanged(short_run):
 
 def test_the_sweep_keeps_each_rates_final_loss_and_c_as_train_retrieval_does():
     arms, lrs = [ARMS08[1], ARMS08[4]], [2e-3, 8e-3]
-    sweep = learning_rate_sweep(arms, 16, [0, 1], lrs, steps=24, final_steps=5, progress=False)
+    sweep = learning_rate_sweep(arms, 16, [0, 1], lrs, steps=24, final_steps=5)
     assert sweep["final"].shape == sweep["c"].shape == (2, 2, 2)
     np.testing.assert_array_equal(sweep["lr"], lrs)
     for r, lr in enumerate(lrs):
@@ -573,35 +573,29 @@ def test_the_sweep_keeps_each_rates_final_loss_and_c_as_train_retrieval_does():
 
 
 def test_the_sweep_window_defaults_to_an_eighth_of_the_steps():
-    sweep = learning_rate_sweep(ARMS08[:1], 8, [0], [1e-2], steps=16, progress=False)
+    sweep = learning_rate_sweep(ARMS08[:1], 8, [0], [1e-2], steps=16)
     run = train_retrieval(ARMS08[:1], 8, [0], steps=16, lr=1e-2)
     np.testing.assert_allclose(sweep["final"][0], run["loss"][-2:].mean(axis=0), rtol=1e-12)
 
 
-def test_the_sweep_shows_one_bar_over_all_rates_and_ends_with_what_ran(capsys, monkeypatch):
-    import IPython
+def test_the_sweep_drives_one_progress_bar_over_all_rates():
+    class Bar:  # what train_retrieval drives: an ipywidgets.IntProgress, or anything with an int value
+        def __init__(self):
+            self.shown, self._value = [], 0
 
-    monkeypatch.setattr(IPython, "get_ipython", lambda: None)  # outside a kernel, even after a test that made a shell
-    learning_rate_sweep(ARMS08[:1], 8, [0], [1e-3, 2e-3], steps=10)
-    err = capsys.readouterr().err
-    percents = [int(part.rsplit("]", 1)[1].strip(" %")) for part in err.split("\r") if part.startswith("learning-rate sweep [")]
+        @property
+        def value(self):
+            return self._value
+
+        @value.setter
+        def value(self, percent):
+            self._value = percent
+            self.shown.append(percent)
+
+    bar = Bar()
+    learning_rate_sweep(ARMS08[:1], 8, [0], [1e-3, 2e-3], steps=10, progress=bar)
+    percents = bar.shown
     assert percents == sorted(percents) and percents[-1] == 100 and 50 in percents
-    assert err.rstrip().endswith("trained 1 arms x 1 seeds at 2 learning rates, 10 steps each")
-
-
-def test_text_progress_draws_the_percentage_as_a_bar():
-    bar = TextProgress("work", width=4, show=False)
-    assert bar.text() == "work [....]   0%"
-    bar.value = 50
-    assert (bar.value, bar.text()) == (50, "work [##..]  50%")
-    bar.value = 100
-    assert bar.text() == "work [####] 100%"
-    with pytest.raises(ValueError, match="width"):
-        TextProgress("work", width=0)
-    with pytest.raises(TypeError, match="label"):
-        TextProgress(3)
-    with pytest.raises(TypeError, match="value"):
-        bar.value = 0.5
 
 
 @pytest.mark.parametrize(
@@ -619,7 +613,7 @@ def test_text_progress_draws_the_percentage_as_a_bar():
     ],
 )
 def test_the_sweep_rejects_bad_arguments_by_name(kwargs, error, match):
-    args = {"arms": ARMS08[:1], "d_k": 8, "seeds": [0], "lrs": [1e-3], "steps": 4, "progress": False}
+    args = {"arms": ARMS08[:1], "d_k": 8, "seeds": [0], "lrs": [1e-3], "steps": 4}
     args.update(kwargs)
     with pytest.raises(error, match=match):
         learning_rate_sweep(args.pop("arms"), args.pop("d_k"), args.pop("seeds"), args.pop("lrs"), **args)
