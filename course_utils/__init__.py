@@ -12,7 +12,7 @@ from .attention import (
     padding_mask,
     scaled_dot_product_attention,
 )
-from .claims import ConclusionError, check_claim, conclude
+from .claims import check_claim, conclude
 from .decoding import merge_attention_parts, split_kv_attention
 from .experiments import (
     RowGradients,
@@ -55,7 +55,6 @@ __all__ = [
     "causal_mask",
     "check_claim",
     "conclude",
-    "ConclusionError",
     "COLORMAP",
     "cross_check",
     "cross_entropy_grad",

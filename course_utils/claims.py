@@ -4,7 +4,8 @@ The course never copies a number from its sources: it computes each one and
 shows, with :func:`check_claim`, whether the source's figure agrees to the
 digits it states. Where a result is chaotic (a training run, whose last bits
 differ from CPU to CPU and grow over many steps), a lesson states its
-conclusion with :func:`conclude`, which checks it on every run, on any machine.
+conclusion with :func:`conclude`, which checks it on every run, on any machine,
+and shows a ✗ (without stopping the notebook) where a run does not support it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from decimal import Decimal
 import numpy as np
 from numpy.typing import ArrayLike
 
-__all__ = ["ConclusionError", "check_claim", "conclude"]
+__all__ = ["check_claim", "conclude"]
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?%?")
 
@@ -98,17 +99,29 @@ def check_claim(source: str, stated: str, computed: ArrayLike) -> None:
     print(f"{mark} {source}: the source states {stated}; computed {computed_text}")
 
 
-class ConclusionError(AssertionError):
-    """Raised by :func:`conclude` when the measurement does not support the conclusion."""
+#: What a ✗ from :func:`conclude` means, printed under it.
+NOT_SUPPORTED = ("On this run the measurement does not support the sentence: the lesson's text was checked on the "
+                 "course's own runs, and yours (another seed, setting or CPU) came out otherwise. Trust the numbers "
+                 "above, not the sentence; the notebook runs on.")
 
 
-def conclude(statement: str, holds: object) -> None:
-    """Print ``✓ statement`` if `holds` is true; raise if it is not.
+def _numbers(values: ArrayLike) -> str:
+    """`values` in 4 significant digits, as a flat list."""
+    flat = np.atleast_1d(np.asarray(values, dtype=np.float64)).ravel()
+    return "[" + ", ".join(f"{v:.4g}" for v in flat) + "]"
 
-    A lesson states in words what a measurement shows, and asserts it here, so
+
+def conclude(statement: str, holds: object, *, numbers: ArrayLike | None = None) -> None:
+    """Print ``✓ statement`` if `holds` is true; else ``✗ statement``, what failed and what that means.
+
+    A lesson states in words what a measurement shows, and checks it here, so
     that the sentence is checked on every run. Use it for results whose digits
     depend on the machine (training curves, intervals over many steps), whose
     conclusions must not: the sign of a difference, an ordering, "in all 5 seeds".
+
+    A conclusion that fails never stops the notebook: a learner who changes a
+    seed, a rate or a size sees the ✗, with the numbers, and every later cell
+    still runs. (nbval still fails on it, as its output differs from the stored ✓.)
 
     Parameters
     ----------
@@ -117,28 +130,45 @@ def conclude(statement: str, holds: object) -> None:
     holds : bool or array_like of bool
         The measurement's verdict: a bool, a NumPy bool or an array whose every
         element must be true.
+    numbers : array_like of float, optional
+        The measured values behind the verdict (for example the per-seed
+        differences), printed with a ✗ only.
 
     Raises
     ------
-    ConclusionError
-        If `holds` is false (for an array: if any element is false, or it is empty).
     TypeError
-        If `statement` is not a non-empty str, or `holds` is not bool-valued.
+        If `statement` is not a non-empty str, `holds` is not bool-valued, or
+        `numbers` is not numeric.
 
     Examples
     --------
     >>> losses = np.array([0.75, 1.18])
     >>> conclude("the unscaled arm ends higher", losses[1] > losses[0])
     ✓ the unscaled arm ends higher
-    >>> conclude("every loss is below ln 8", losses < np.log(8))
-    ✓ every loss is below ln 8
+    >>> conclude("every loss is below 1", losses < 1, numbers=losses)  # doctest: +ELLIPSIS
+    ✗ every loss is below 1: does NOT hold on this run (1 of 2 false: position 1); the numbers: [0.75, 1.18]
+      On this run the measurement does not support the sentence: ...
     """
     if not isinstance(statement, str) or not statement.strip():
         raise TypeError(f"statement must be a non-empty str; got {statement!r}")
     verdict = np.asarray(holds)
     if verdict.dtype != bool:
         raise TypeError(f"holds must be a bool or an array of bools; got dtype {verdict.dtype}")
-    if verdict.size == 0 or not verdict.all():
-        failed = "" if verdict.ndim == 0 else f" ({int((~verdict).sum())} of {verdict.size} false)"
-        raise ConclusionError(f"✗ {statement}: does NOT hold on this run{failed}")
-    print(f"✓ {statement}")
+    shown = ""
+    if numbers is not None:
+        try:
+            shown = f"; the numbers: {_numbers(numbers)}"
+        except (TypeError, ValueError):
+            raise TypeError(f"numbers must be numeric; got {numbers!r}") from None
+    if verdict.size and verdict.all():
+        print(f"✓ {statement}")
+        return
+    if verdict.size == 0:
+        failed = " (nothing was measured)"
+    elif verdict.ndim == 0:
+        failed = ""
+    else:
+        where = [str(tuple(int(i) for i in w)) if verdict.ndim > 1 else str(int(w[0])) for w in np.argwhere(~verdict)]
+        label = "position" if len(where) == 1 else "positions"
+        failed = f" ({len(where)} of {verdict.size} false: {label} {', '.join(where[:12])}{', ...' if len(where) > 12 else ''})"
+    print(f"✗ {statement}: does NOT hold on this run{failed}{shown}\n  {NOT_SUPPORTED}")
