@@ -24,6 +24,15 @@ import numpy as np
 __all__ = ["TOLERANCES", "CrossCheckError", "cross_check", "to_numpy"]
 
 #: (rtol, atol) by dtype: cross_check uses those of the lower precision of the two results it compares.
+#: Two correct computations of a softmax or attention row each round within the standard forward bound,
+#: about (n + 3|s|)·u relative for n keys and scores of size |s|, plus γ_E·|q||k| for scores from dot
+#: products of length E, with u = 2^-53, 2^-24 and 2^-11 (tests/rounding_bounds.py). float64: rtol 1e-10
+#: is 9e5·u, room for both sides on any row of the lessons (n and |s| up to a few thousand), yet 1e7
+#: times finer than any mistake the lessons show. float32: rtol 1e-5 is 170·u, enough for the lessons'
+#: short rows of O(1) scores computed the same way, but below the worst case where torch's kernels take
+#: a 20-ulp exp (flash attention) or rows grow long: pass rtol and atol for those. float16 and bfloat16:
+#: 1e-2 is 20·u of float16, room for a short row, but only 2.5·u of bfloat16 (u = 2^-8), about one
+#: rounding on each side: compare bfloat16 results of more than one operation with a wider rtol.
 TOLERANCES: dict[str, tuple[float, float]] = {
     "float64": (1e-10, 1e-12),
     "float32": (1e-5, 1e-6),

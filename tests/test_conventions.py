@@ -20,6 +20,7 @@ from course_utils import (
     softmax,
     tiled_attention,
 )
+from rounding_bounds import attention_error, exponent_error
 
 FLOATS = [np.float16, np.float32, np.float64]
 _rng = np.random.default_rng(11)
@@ -138,7 +139,9 @@ def test_sdpa_with_the_default_scale_keeps_float32_and_agrees_with_torch():
     out, weights = scaled_dot_product_attention(q, k, v)
     assert out.dtype == weights.dtype == np.float32
     ref = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (q, k, v)))
-    np.testing.assert_allclose(out, ref.numpy(), rtol=1e-5, atol=1e-6)
+    # float32 rounding of two implementations (u = 2^-24, exp within 20 ulp in torch's kernel): about 1e-4 here,
+    # while a missing or wrong scale moves the output by 0.1.
+    np.testing.assert_allclose(out, ref.numpy(), rtol=0, atol=2 * attention_error(q, k, v))
 
 
 # --- 0-d inputs give NumPy scalars, as NumPy and SciPy do ---------------------------
@@ -157,6 +160,8 @@ def test_a_0d_input_gives_a_numpy_scalar_as_scipy_does(ours, theirs, value):
     mine, scipy_value = ours(value), theirs(value)
     assert isinstance(mine, np.generic) and not isinstance(mine, np.ndarray)
     assert type(mine) is type(np.asarray(value)[()]), "the dtype of the input is kept"
+    # Each result is exact (softmax of one entry is 1, log_softmax 0, logsumexp the entry itself), so
+    # approx's default rel 1e-6 bounds no rounding at all; it only lets float32 and float64 compare.
     assert float(mine) == pytest.approx(float(scipy_value))
 
 
@@ -178,6 +183,9 @@ def test_where_agrees_with_torch_masked_fill_on_rows_with_something_kept():
     keep = _rng.random((4, 6)) < 0.6
     keep[:, 0] = True
     ref = torch.softmax(torch.from_numpy(x).masked_fill(~torch.from_numpy(keep), -math.inf), dim=-1)
+    # float64 rounding: each weight's relative error is within exponent_error per side, about 1e-14 for
+    # these rows of 6; rtol 1e-12 keeps a margin and still rejects any weight given to a left-out entry.
+    assert 2 * exponent_error(x) < 1e-12
     np.testing.assert_allclose(softmax(x, where=keep), ref.numpy(), rtol=1e-12, atol=0)
 
 

@@ -20,6 +20,7 @@ from course_utils.experiments import (
     sample_dot_products,
     sample_scores,
 )
+from rounding_bounds import exponent_error, gamma, unit_roundoff
 
 def rng(seed: int = 0) -> np.random.Generator:
     return np.random.default_rng(seed)
@@ -218,7 +219,14 @@ def test_statistics_match_torch():
     entropy = torch.distributions.Categorical(logits=t).entropy()  # an independent formula
     jac = torch.stack([torch.autograd.functional.jacobian(lambda r: torch.softmax(r, dim=-1), row) for row in t])
     expected = [p.amax(dim=-1).mean(), entropy.mean(), torch.linalg.matrix_norm(jac).mean()]
-    np.testing.assert_allclose(attention_row_stats(x), [float(v) for v in expected], rtol=1e-12)
+    # float64 rounding, per side, with ε = exponent_error(x) for the weights (relative) and the log-weights
+    # (absolute), n = 16 keys and a mean over 20 rows: the max weight (<= 1) within ε + γ_20; the entropy
+    # (<= log n) within ε·(1 + log n) + γ_(n+21)·log n; the Jacobian p_i(δ_ij - p_j), whose entries carry
+    # p_i·(2ε + u), has a Frobenius norm (< 1) within √2·(2ε + u) + γ_(n²+20). About 1e-13 each.
+    eps, n, u = exponent_error(x), x.shape[-1], unit_roundoff(x)
+    bounds = [eps + gamma(20), eps * (1 + math.log(n)) + gamma(n + 21) * math.log(n), math.sqrt(2) * (2 * eps + u) + gamma(n * n + 20)]
+    for name, ours, theirs, bound in zip(RowStats._fields, attention_row_stats(x), expected, bounds):
+        assert abs(ours - float(theirs)) <= 2 * bound, name
 
 
 # --- bad input ---------------------------------------------------------------------

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from course_utils import exercises
+from rounding_bounds import entmax_error
 
 EX = exercises.load("06")
 
@@ -15,7 +16,9 @@ EX = exercises.load("06")
 @pytest.mark.parametrize("case", EX.q1.cases, ids=lambda c: c.describe())
 def test_q1_reference_equals_the_entmax_package(case):
     (x,) = case.args
-    np.testing.assert_allclose(EX.q1.reference(x), entmax.sparsemax(torch.from_numpy(x), dim=-1).numpy(), atol=1e-12)
+    # float64 rounding of two sort-based sparsemaxes, each within entmax_error: up to 1.3e-12 for the case of
+    # scores of 1000, where the threshold rounds at 1000·u.
+    np.testing.assert_allclose(EX.q1.reference(x), entmax.sparsemax(torch.from_numpy(x), dim=-1).numpy(), atol=2 * entmax_error(x, alpha=2.0))
 
 
 def test_q1_cases_include_rows_with_zeros_and_rows_without():

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from course_utils import log_softmax, logsumexp, naive_softmax, softmax
+from rounding_bounds import exponent_error, unit_roundoff
 
 mpmath.mp.dps = 50
 INF, NAN = math.inf, math.nan
@@ -172,12 +173,17 @@ def test_lower_temperature_puts_more_weight_on_the_argmax(x, t):
 def test_the_family_matches_torch(dtype, axis):
     x = np.random.default_rng(0).normal(scale=5.0, size=(3, 4, 5)).astype(dtype)
     t = torch.from_numpy(x)
-    tol = {"rtol": 1e-5, "atol": 1e-6} if dtype == np.float32 else {"rtol": 1e-12, "atol": 1e-14}
-    np.testing.assert_allclose(softmax(x, axis=axis), torch.softmax(t, dim=axis).numpy(), **tol)
-    np.testing.assert_allclose(log_softmax(x, axis=axis), torch.log_softmax(t, dim=axis).numpy(), **tol)
-    np.testing.assert_allclose(logsumexp(x, axis=axis), torch.logsumexp(t, dim=axis).numpy(), **tol)
+    # Rounding of two implementations in this dtype: every exponent x_j - lse within exponent_error on each side,
+    # so the weights agree to 2ε relative, and the log-weights and lses to 2ε absolute plus their last rounding,
+    # u·|value| each. 2ε is about 5e-14 in float64 and 6e-5 in float32 here, where (1e-5, 1e-6) held by this
+    # CPU's rounding; a missing shift, a wrong axis or a wrong base misses by 1e-2 or more.
+    eps, u = exponent_error(x, axis), unit_roundoff(x)
+    weights, logs = {"rtol": 2 * eps, "atol": np.finfo(dtype).tiny}, {"rtol": 2 * u, "atol": 2 * eps}
+    np.testing.assert_allclose(softmax(x, axis=axis), torch.softmax(t, dim=axis).numpy(), **weights)
+    np.testing.assert_allclose(log_softmax(x, axis=axis), torch.log_softmax(t, dim=axis).numpy(), **logs)
+    np.testing.assert_allclose(logsumexp(x, axis=axis), torch.logsumexp(t, dim=axis).numpy(), **logs)
     np.testing.assert_allclose(
-        logsumexp(x, axis=axis, keepdims=True), torch.logsumexp(t, dim=axis, keepdim=True).numpy(), **tol
+        logsumexp(x, axis=axis, keepdims=True), torch.logsumexp(t, dim=axis, keepdim=True).numpy(), **logs
     )
 
 
@@ -195,6 +201,7 @@ SPECIAL_ROWS = [
 @pytest.mark.parametrize("row", SPECIAL_ROWS, ids=str)
 def test_nan_and_infinities_follow_torch(row):
     t = torch.tensor(row, dtype=torch.float64)
+    # Exact: every result here is nan, ±inf, 0, 1 or a finite score itself, which no rounding can move.
     np.testing.assert_array_equal(softmax(row), torch.softmax(t, -1).numpy())
     np.testing.assert_array_equal(log_softmax(row), torch.log_softmax(t, -1).numpy())
     np.testing.assert_array_equal(logsumexp(row), torch.logsumexp(t, -1).numpy())
@@ -247,7 +254,7 @@ def test_empty_input_gives_empty_output(shape, axis):
     for f in (softmax, naive_softmax, log_softmax):
         assert f(x, axis=axis).shape == shape
     expected = torch.logsumexp(torch.empty(shape, dtype=torch.float64), dim=axis).numpy()
-    np.testing.assert_array_equal(logsumexp(x, axis=axis), expected)
+    np.testing.assert_array_equal(logsumexp(x, axis=axis), expected)  # exact: empty, or -inf for an empty sum
 
 
 def test_logsumexp_of_nothing_is_minus_inf():

@@ -18,6 +18,8 @@ def test_the_data_are_the_draws_of_one_seed_in_the_documented_order():
     x = np.stack([embedding[VOCAB.index(t)] for t in TOKENS])
     assert np.array_equal(toy.X, x) and np.array_equal(toy.W_v, w_v)
     expected = torch.tensor(x @ w_q) @ torch.tensor(x @ w_k).T / 3**0.5
+    # float64 rounding: a dot product of length 3 and a division, γ_4·Σ|q_i k_i| per side (|q|, |k| < 10 here),
+    # under 1e-13: rtol and atol 1e-12 cover it, and a wrong scale or projection misses by far more.
     assert np.allclose(toy.scaled, expected.numpy(), rtol=1e-12, atol=1e-12)
     assert toy.labels == ["0 the", "1 cat", "2 sat", "3 on", "4 the", "5 mat"]
 

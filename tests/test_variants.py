@@ -26,6 +26,7 @@ from course_utils.variants import (
     softpick,
     yarn_logit_scale,
 )
+from rounding_bounds import exponent_error, gamma, score_error
 
 rows = hnp.arrays(
     np.float64,
@@ -59,7 +60,10 @@ def test_softmax_one_is_below_softmax_everywhere_and_its_rows_sum_to_less_than_o
 @settings(max_examples=80, deadline=None)
 @given(rows, sinks)
 def test_the_sink_logit_form_equals_the_padded_column_form_of_torch_softmax(x, sink):
-    np.testing.assert_allclose(softmax_with_sink(x, sink), padded_torch(x, sink), rtol=1e-12, atol=1e-300)
+    # float64 rounding of two softmaxes of the padded row, each weight within exponent_error (relative): up to
+    # about 7e-13 for scores of ±300; atol 1e-300 for weights that underflow.
+    padded = np.concatenate([x, np.full((*x.shape[:-1], 1), sink)], axis=-1)
+    np.testing.assert_allclose(softmax_with_sink(x, sink), padded_torch(x, sink), rtol=2 * exponent_error(padded), atol=1e-300)
 
 
 @settings(max_examples=60, deadline=None)
@@ -90,6 +94,8 @@ def test_a_per_head_sink_broadcasts_over_the_rows_of_its_head():
     heads = np.array([-1.0, 0.0, 2.5])
     got = softmax_with_sink(x, heads[:, None, None])
     for h in range(3):
+        # float64 rounding: 2·exponent_error of these rows of 6 normal scores is about 1e-14, far inside 1e-12,
+        # which still rejects a sink taken from another head.
         np.testing.assert_allclose(got[h], padded_torch(x[h], heads[h]), rtol=1e-12)
 
 
@@ -143,7 +149,11 @@ def test_sink_attention_matches_the_gpt_oss_style_torch_computation_with_one_sin
     scores = torch.from_numpy(q) @ torch.from_numpy(k).transpose(-1, -2) * 0.5
     padded = torch.cat([scores, torch.from_numpy(sink)[..., None].expand(2, 6, 1)], dim=-1)
     expected = torch.softmax(padded, dim=-1)[..., :-1] @ torch.from_numpy(v)
-    np.testing.assert_allclose(sink_attention(q, k, v, sink, block_k=4), expected.numpy(), rtol=1e-12)
+    # float64 rounding of two implementations: scores within score_error, each weight within exponent_error of the
+    # padded row (relative), and the weighted sum of 9 values: max|v|·(that + γ_10) on each side, about 1e-14.
+    eps = exponent_error(padded.numpy(), input_error=score_error(q, k, scale=0.5))
+    bound = 2 * np.abs(v).max() * (eps + gamma(10))
+    np.testing.assert_allclose(sink_attention(q, k, v, sink, block_k=4), expected.numpy(), rtol=0, atol=bound)
 
 
 def test_sink_attention_rejects_a_non_finite_sink_and_a_bad_block_size():
@@ -168,6 +178,8 @@ def test_a_row_of_zero_scores_has_total_sigmoid_weight_n_over_2_and_n_over_n_plu
 @given(rows, st.floats(-20, 20))
 def test_sigmoid_attention_equals_torch_sigmoid_and_needs_no_normalizer(x, bias):
     got = sigmoid_attention(x, bias=bias)
+    # float64 rounding of 1 / (1 + e^-z), z = x + bias: relative u·|z| (z's rounding through exp) + 4 ulp + 2u per
+    # side, under 1e-13 for |z| <= 320: rtol 1e-12 covers it and rejects a missing or doubled bias.
     np.testing.assert_allclose(got, torch.sigmoid(torch.from_numpy(x) + bias).numpy(), rtol=1e-12, atol=1e-300)
     cut = x.shape[-1] // 2  # each half, on its own, gives its own weights: no row statistic
     np.testing.assert_array_equal(np.concatenate([sigmoid_attention(x[..., :cut], bias=bias), sigmoid_attention(x[..., cut:], bias=bias)], axis=-1), got)
@@ -199,6 +211,8 @@ def test_softpick_equals_the_formula_gives_exact_zeros_and_sums_to_at_most_one(x
     if (den == 0).any():
         return  # 0/0 rows are tested below
     got = softpick(x)
+    # float64 rounding: expm1 and exp within 4 ulp, sums of positive terms within γ_n, no cancellation: about 30u
+    # relative per side; rtol 1e-9 keeps a wide margin and rejects a shifted or unnormalized form.
     np.testing.assert_allclose(got, torch_softpick(x), rtol=1e-9, atol=1e-14)
     assert (got[x <= 0] == 0).all()
     assert (got.sum(axis=-1) <= 1 + 1e-12).all()
@@ -306,6 +320,7 @@ def test_softcap_is_bounded_by_cap_is_odd_and_increasing_and_equals_torch_tanh(x
     np.testing.assert_array_equal(softcap(-x, cap), -got)
     order = np.argsort(x, kind="stable")
     assert (np.diff(got[order]) >= 0).all()
+    # float64 rounding of c·tanh(x/c): 10u relative per side (x/c, tanh's 4 ulp and its argument's u, c·), 2.2e-15.
     np.testing.assert_allclose(got, cap * torch.tanh(torch.from_numpy(x) / cap).numpy(), rtol=1e-14, atol=1e-300)
 
 
@@ -333,6 +348,9 @@ def test_a_cap_that_is_not_positive_and_finite_is_rejected_by_name(bad):
 def test_qk_norm_equals_torch_rms_norm_and_layer_norm(x):
     d = x.shape[-1]
     t = torch.from_numpy(x)
+    # float64 rounding: rms, x / sqrt(mean(x²) + eps), within (d + 8)u relative per side; layer, (x - mean) / sqrt(var
+    # + eps), within (d + 8)u relative plus the centring's d·u·max|x| / sqrt(eps) <= 3e-11 absolute (|x| <= 100,
+    # d <= 8). The tolerances cover both sides, and reject a missing eps, a biased variance or no centring.
     np.testing.assert_allclose(qk_norm(x), F.rms_norm(t, (d,), eps=1e-6).numpy(), rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(qk_norm(x, kind="layer", eps=1e-5), F.layer_norm(t, (d,), eps=1e-5).numpy(), rtol=1e-9, atol=1e-10)
 

@@ -188,6 +188,7 @@ def _q2() -> FunctionExercise:
         reference=_q2_reference,
         starter=starter,
         cases=_q2_cases(),
+        # Copies of the input and exact zeros: no rounding at all to bound, so all but exact.
         rtol=0.0,
         atol=1e-12,
         wrong_answers={

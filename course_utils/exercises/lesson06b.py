@@ -282,9 +282,11 @@ def _q2() -> FunctionExercise:
             "At alpha = 2, p ** 0 is 1 even where p = 0: restrict s to p > 0 with np.where.",
         ],
         solution=_Q2_SOLUTION,
-        # Tight on purpose: any float64 form of J g (the full matrix, masking after the power) agrees to
-        # about 1e-16, while the wrong answers above miss by 1e-2 or more, and a dropped weight of 9.8e-17
-        # by about 1e-8. A float32 answer is not accepted, and is told so by its own message.
+        # Tight on purpose, but a float64 bound (u = 2^-53): in any form of J g (the full matrix, masking after
+        # the power) s = p^(2 - alpha) is within a pow's 4 ulp, the sums s.g and sum(s) within γ_n, so an entry is
+        # off by at most 2·(8u + γ_(n+2))·max|g| ≈ 1e-14 on each side for these rows of at most 6 keys (|g| < 3.1);
+        # while the wrong answers above miss by 1e-2 or more, and a dropped weight of 9.8e-17 by about 1e-8.
+        # A float32 answer is not accepted, and is told so by its own message.
         atol=1e-12,
         rtol=1e-9,
     )

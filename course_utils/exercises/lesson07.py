@@ -175,7 +175,9 @@ def _q1() -> FunctionExercise:
             "Return a pair `(m, ell)` with ell = ell1 * exp(m1 - m) + ell2 * exp(m2 - m); if both maxima are -inf, return (-inf, 0.0).",
         ],
         solution=_Q1_SOLUTION,
-        # Exact arithmetic up to two exps and a multiply-add: a correct float64 answer agrees to 1e-15.
+        # float64 rounding: every case's m_i - m is an integer, so exact; ell is then off by two exps of 4 ulp and
+        # three roundings, 11u ≈ 1.2e-15 relative on each side (u = 2^-53). rtol 1e-12 covers both sides with room
+        # and rejects every mistake above, each of which misses by a factor.
         rtol=1e-12,
     )
 
@@ -350,9 +352,11 @@ def _never_holds_the_score_matrix(run: Run) -> str | None:
     return None
 
 
-#: A loop run in float32 misses by about 1e-7: told why.
+#: A loop run in float32 misses by about 1e-7: told why. Its float64 window is q2's own tolerance (rtol 1e-10,
+#: atol 2e-11), so that a right float64 loop is never mistaken for float32.
 _computed_in_float64 = float32_rounding(
-    "keep m, ell, acc and the output in float64 (np.zeros and np.full make float64 unless you ask for float32)")
+    "keep m, ell, acc and the output in float64 (np.zeros and np.full make float64 unless you ask for float32)",
+    exact=(1e-9, 2e-11))
 
 
 def _q2_nonfinite_hint(case: Case) -> str:
@@ -559,11 +563,15 @@ def _q2() -> FunctionExercise:
             "whose scores are all -inf: where m_new is -inf, shift by 0 instead.",
         ],
         solution=_Q2_SOLUTION,
-        # Tolerances: a correct float64 loop differs from tiled_attention only in the order of its sums
-        # (about 1e-15 relative); rtol=1e-10 leaves room, and every mistake above misses by far more.
-        # A loop run in float32 misses by about 1e-7 and is rejected, told why by _computed_in_float64.
+        # Tolerances from float64 rounding (u = 2^-53), for any correct loop against tiled_attention: each score
+        # q.k / sqrt(E) carries γ_(E+3)·|q||k|/sqrt(E) on each side, about 1e-12 where scores reach 2000 (the
+        # probes), and so does each exponent s - m; with (S + 3) exps of 4 ulp and the weighted sum of S
+        # values, an output may be off by up to 1.5e-11 (2000 above) or 7e-12 (rows near ±800), and up to 4e-12
+        # for the 400-key case (tests/rounding_bounds.py: attention_error). atol 2e-11 covers that; every
+        # mistake above misses by 1e-3 or more. A loop run in float32 misses by about 1e-7 and is rejected,
+        # told why by _computed_in_float64.
         rtol=1e-10,
-        atol=1e-12,
+        atol=2e-11,
         nonfinite_hint=_q2_nonfinite_hint,
     )
 

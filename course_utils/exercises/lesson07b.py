@@ -11,8 +11,11 @@ from ..tiled import tiled_attention
 from .core import ROW_SHIFTS, Case, Exercise, FunctionExercise, Run, float32_rounding, shift_variants, starter
 
 # Tolerances of all three: the inputs are float64 and a correct answer differs from the reference
-# only by rounding (a few units in the 16th digit, whatever the order of the sums); rtol 1e-9 and
-# atol 1e-12 leave a wide margin for that and reject float32 or float16 arithmetic, rounding and
+# only by rounding, bounded on each side (u = 2^-53) by: q1, a weight exp(s - lse) within u·(|s| + |lse|)
+# + 2 exps of 4 ulp, under 2e-13 relative for these scores of at most 800; q2, dS within γ_(Ev+2) of
+# its terms |dO||O| and |dP| (at most 10 here), under 1e-14 absolute; q3, each part's weight
+# exp(lse_c - lse) within u·|lse| + 4 ulp with lses of at most 801, and so each output within 2e-13.
+# rtol 1e-9 and atol 1e-12 cover both sides and reject float32 or float16 arithmetic, rounding and
 # every wrong formula below by many orders of magnitude.
 RTOL, ATOL = 1e-9, 1e-12
 

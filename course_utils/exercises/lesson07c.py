@@ -46,6 +46,8 @@ def _q1() -> FunctionExercise:
         reference=_q1_reference,
         starter=starter,
         cases=[Case((1, 16, 16384, 128)), Case((32, 16, 512, 128)), Case((3, 8, 1000, 64)), Case((1, 1, 7, 1))],
+        # float64 rounding: products of integers below 2^53 and a division by 2**20 are exact; another order of
+        # the same operations rounds a few times by u = 2^-53, far inside rtol 1e-9.
         rtol=1e-9,
         atol=1e-12,
         wrong_answers={

@@ -305,7 +305,10 @@ def _q1() -> FunctionExercise:
             "Take the maximum of each row (axis=-1, keepdims=True), not of the whole array: rows far apart need their own shift.",
         ],
         solution=_Q1_SOLUTION,
-        # rtol 1e-9: any float64 order of summation passes; float32 (rel. error ~1e-7) does not.
+        # rtol 1e-9: float64 rounding (u = 2^-53) moves each weight of a right answer, and of the reference, by
+        # at most 3(D + M)u + (n + 3)·4 ulp relative (spread D and size M of the row's scores and sink, n keys):
+        # under 5e-12 for both sides on these cases, scores of 1000 and more included. float32 (rel. error ~1e-7)
+        # does not pass.
         # A fully masked row must give zeros: nan there means the shift ignored the sink. atol ~0: where the
         # reference is 0 (exp(-inf), or underflow) the answer must be exactly 0, not a floored e^-40 ~ 4e-18.
         nonfinite_hint=(

@@ -154,6 +154,9 @@ def _q1() -> FunctionExercise:
             "course_utils.softmax is stable; with n = 1, log n = 0 and the single key gets weight 1.",
         ],
         solution=_Q1_SOLUTION,
+        # float64 rounding (u = 2^-53): y = x·s·log(n) within 3u·|y|, then each weight within 3(D + M)u + (n + 3)·4 ulp
+        # relative (spread D and size M of y, n keys, and y's own error twice): under 8e-12 for both sides with |y| up
+        # to 3000. rtol 1e-9 covers that; float32 (rel. error ~1e-7), other s or n and every near miss do not pass.
         rtol=1e-9,
         atol=1e-12,
     )
@@ -302,7 +305,8 @@ def _q2() -> FunctionExercise:
         ],
         solution=_Q2_SOLUTION,
         nonfinite_hint="c·tanh(x/c) is finite for every x: np.tanh(±inf) is ±1. Did you divide by x, or exponentiate a large logit?",
-        # rtol 1e-9: any float64 evaluation passes; float32 (rel. error ~1e-7) and the other caps do not.
+        # rtol 1e-9: any float64 evaluation passes, as c·tanh(x/c) rounds within 10u relative on each side (x/c, tanh's
+        # 4 ulp, c·; u = 2^-53); float32 (rel. error ~1e-7) and the other caps do not.
         rtol=1e-9,
         atol=1e-12,
     )
