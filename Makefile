@@ -25,7 +25,7 @@ ROUNDS ?= 5
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest clean
+.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest robust clean
 
 # The learner's set: PyTorch (CPU), NumPy, Matplotlib, ipywidgets, entmax, JupyterLab, course_utils.
 install-lab: $(LAB_STAMP)
@@ -60,6 +60,16 @@ lab: install-lab
 # (the hang check); the sliders are timed once the others have ended. See tools/run_checks.py.
 test: install browser-deps
 	@$(PY) tools/run_checks.py $(NBVAL)
+
+# The robustness check, which CI runs after make test: the unit tests on the other code paths of this CPU
+# (AVX2 and baseline), then every conclusion of lessons 03, 08, 08b, 09, 09b and the sources page over 10 seed
+# sets on each code path (native, AVX2, baseline), written to benchmarks/robustness.md. See tools/robustness.py;
+# options for it: make robust ROBUST_ARGS="--notebooks 08_scale_in_training --seed-sets 2".
+ROBUST_ARGS ?=
+robust: install
+	@$(PY) tools/robustness.py --unit-tests; unit=$$?; \
+	 $(PY) tools/robustness.py $(ROBUST_ARGS); notebooks=$$?; \
+	 test $$unit -eq 0 && test $$notebooks -eq 0
 
 # Each stage of make test alone, as tools/run_checks.py defines it.
 unit: install

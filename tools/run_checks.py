@@ -98,6 +98,72 @@ def other_cpu_path(dispatch: list[str] | None = None, found: list[str] | None = 
     return env
 
 
+def baseline_cpu_path(dispatch: list[str] | None = None, found: list[str] | None = None,
+                      machine: str | None = None, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """Environment that sends NumPy, its BLAS and PyTorch down their baseline code paths: no dispatched feature.
+
+    The bottom of the ladder whose first step down is :func:`other_cpu_path`,
+    with the same four settings: every dispatched NumPy feature this CPU has
+    turned off (``NPY_DISABLE_CPU_FEATURES``; on x86-64, NumPy's baseline is
+    SSE4.2), PyTorch's ``default`` kernels (``ATEN_CPU_CAPABILITY``), MKL's
+    ``COMPATIBLE`` results on x86, and the OpenBLAS core type that
+    :func:`other_cpu_path` picks for a CPU without AVX-512, left alone where
+    ``OPENBLAS_CORETYPE`` is set already. On a CPU without AVX-512 it is
+    :func:`other_cpu_path` itself.
+
+    Examples
+    --------
+    >>> env = baseline_cpu_path(["X86_V3", "X86_V4", "AVX512_ICL"], ["AVX", "X86_V3", "X86_V4"], "x86_64", {})
+    >>> env["NPY_DISABLE_CPU_FEATURES"], env["ATEN_CPU_CAPABILITY"], env["MKL_CBWR"], env["OPENBLAS_CORETYPE"]
+    ('X86_V3 X86_V4', 'default', 'COMPATIBLE', 'Sandybridge')
+    """
+    if dispatch is None or found is None:
+        dispatch, found = _numpy_features()
+    machine = (machine or platform.machine()).lower()
+    x86 = machine in {"x86_64", "amd64"}
+    have = [name for name in dispatch if name in found]
+    env = {"ATEN_CPU_CAPABILITY": "default"}
+    if have:
+        env["NPY_DISABLE_CPU_FEATURES"] = " ".join(have)
+    if x86:
+        env["MKL_CBWR"] = "COMPATIBLE"
+    if "OPENBLAS_CORETYPE" not in environ:
+        coretype = ("Sandybridge" if "AVX" in found else "Nehalem") if x86 else \
+            "ARMV8" if machine in {"aarch64", "arm64"} else None
+        if coretype:
+            env["OPENBLAS_CORETYPE"] = coretype
+    return env
+
+
+def cpu_paths(dispatch: list[str] | None = None, found: list[str] | None = None,
+              machine: str | None = None, environ: Mapping[str, str] = os.environ) -> dict[str, dict[str, str]]:
+    """The distinct code paths this CPU offers, by name, each with the environment that selects it.
+
+    ``native`` (this CPU's own paths: no setting), then one level down
+    (:func:`other_cpu_path`, named after the PyTorch kernels it selects:
+    ``avx2`` on a CPU with AVX-512), then ``baseline``
+    (:func:`baseline_cpu_path`). Where one level down already is the baseline
+    (a CPU without AVX-512), the baseline is named once.
+
+    Examples
+    --------
+    >>> avx512 = cpu_paths(["X86_V3", "X86_V4", "AVX512_ICL"], ["AVX", "X86_V3", "X86_V4"], "x86_64", {})
+    >>> list(avx512), avx512["native"], avx512["avx2"]["ATEN_CPU_CAPABILITY"]
+    (['native', 'avx2', 'baseline'], {}, 'avx2')
+    >>> list(cpu_paths(["X86_V3", "X86_V4", "AVX512_ICL"], ["AVX", "X86_V3"], "x86_64", {}))
+    ['native', 'baseline']
+    """
+    if dispatch is None or found is None:
+        dispatch, found = _numpy_features()
+    down = other_cpu_path(dispatch, found, machine, environ)
+    bottom = baseline_cpu_path(dispatch, found, machine, environ)
+    paths: dict[str, dict[str, str]] = {"native": {}}
+    if down != bottom:
+        paths[down["ATEN_CPU_CAPABILITY"] if down["ATEN_CPU_CAPABILITY"] != "default" else "one level down"] = down
+    paths["baseline"] = bottom
+    return paths
+
+
 def stages(nbval_options: list[str]) -> Stages:
     """The three stages of make test: name -> (command, extra environment)."""
     return {
