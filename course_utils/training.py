@@ -17,10 +17,79 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
-from ._validation import check_int, check_positive_finite
+from numpy.typing import ArrayLike
+
+from ._validation import as_real_array, check_int, check_positive_finite
+
+
+def adam_steps(
+    w: ArrayLike, grads: ArrayLike, *, lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+) -> np.ndarray:
+    r"""Adam's updates of the weights `w` for a given sequence of gradients, in float64.
+
+    Kingma and Ba (2015, arXiv:1412.6980), as ``torch.optim.Adam`` computes it:
+    :math:`m \leftarrow \beta_1 m + (1-\beta_1) g`,
+    :math:`v \leftarrow \beta_2 v + (1-\beta_2) g^2`, then
+    :math:`w \leftarrow w - \text{lr}\, \hat m / (\sqrt{\hat v} + \epsilon)` with the
+    bias-corrected :math:`\hat m = m / (1 - \beta_1^t)`, :math:`\hat v = v / (1 - \beta_2^t)`.
+    Every number is treated apart. Multiplying every gradient by :math:`a > 0`
+    multiplies :math:`\hat m` and :math:`\sqrt{\hat v}` by :math:`a`: the step is unchanged,
+    up to :math:`\epsilon`.
+
+    Parameters
+    ----------
+    w : array_like of float
+        The starting weights, any shape.
+    grads : array_like of float, shape (steps, *w.shape)
+        The gradient at each step (given, not computed: enough to compare optimizers).
+    lr : float
+        The learning rate, finite and > 0.
+    betas : (float, float), default (0.9, 0.999)
+        The decay rates of the two running averages, each in [0, 1).
+    eps : float, default 1e-8
+        Added to :math:`\sqrt{\hat v}`, >= 0.
+
+    Returns
+    -------
+    numpy.ndarray, shape (steps + 1, *w.shape)
+        The weights before the first step and after each step.
+
+    Raises
+    ------
+    ValueError
+        If `grads` does not have the shape ``(steps, *w.shape)`` with steps >= 1,
+        or `lr`, `betas` or `eps` is out of range.
+
+    Examples
+    --------
+    >>> path = adam_steps([1.0, -2.0], [[0.5, 0.001]], lr=0.1)
+    >>> path[1].round(4)  # the first step is about lr in each component, whatever the gradient's size
+    array([ 0.9, -2.1])
+    """
+    weights, g = as_real_array(w, "w"), as_real_array(grads, "grads")
+    if g.ndim != weights.ndim + 1 or g.shape[1:] != weights.shape or g.shape[0] < 1:
+        raise ValueError(f"grads must have shape (steps, *w.shape) = (steps, {', '.join(map(str, weights.shape))}) "
+                         f"with steps >= 1; got {g.shape}")
+    rate = check_positive_finite(lr, "lr")
+    if not (isinstance(betas, tuple) and len(betas) == 2 and all(isinstance(b, float | int) and 0 <= b < 1 for b in betas)):
+        raise ValueError(f"betas must be a pair of numbers in [0, 1); got {betas!r}")
+    if not (isinstance(eps, float | int) and np.isfinite(eps) and eps >= 0):
+        raise ValueError(f"eps must be a finite number >= 0; got {eps!r}")
+    b1, b2 = float(betas[0]), float(betas[1])
+    path = np.empty((g.shape[0] + 1, *weights.shape))
+    path[0] = weights
+    m, v = np.zeros_like(path[0]), np.zeros_like(path[0])
+    for t, grad in enumerate(g, start=1):
+        m = b1 * m + (1 - b1) * grad
+        v = b2 * v + (1 - b2) * grad * grad
+        m_hat, v_hat = m / (1 - b1**t), v / (1 - b2**t)
+        path[t] = path[t - 1] - rate * m_hat / (np.sqrt(v_hat) + eps)
+    return path
 
 __all__ = [
+    "adam_steps",
     "Arm",
+    "at_best_rate",
     "init_retrieval_params",
     "learning_rate_sweep",
     "retrieval_batches",
@@ -455,3 +524,42 @@ def learning_rate_sweep(
         final.append(run["loss"][-window:].mean(axis=0))
         c_end.append(run["c"][-1])
     return {"lr": np.array(rates), "final": np.stack(final), "c": np.stack(c_end)}
+
+
+def at_best_rate(final: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """Each arm's best learning rate, by mean final loss over the seeds, and its final losses there.
+
+    Comparing arms each at its own best rate takes the choice of one learning
+    rate out of the comparison (Wortsman et al. 2023, arXiv:2309.14322).
+
+    Parameters
+    ----------
+    final : array_like, shape (rates, arms, seeds)
+        Final losses, as ``learning_rate_sweep(...)["final"]``.
+
+    Returns
+    -------
+    best : numpy.ndarray of int, shape (arms,)
+        The index of each arm's best rate (the lowest mean over the seeds).
+    losses : numpy.ndarray, shape (arms, seeds)
+        Each arm's final losses at its best rate.
+
+    Raises
+    ------
+    ValueError
+        If `final` is not 3-D with at least one rate, arm and seed, or holds NaN.
+
+    Examples
+    --------
+    >>> final = np.array([[[1.0, 1.2], [0.5, 0.7]], [[0.8, 0.9], [0.9, 0.9]]])  # 2 rates, 2 arms, 2 seeds
+    >>> best, losses = at_best_rate(final)
+    >>> best.tolist(), losses.tolist()
+    ([1, 0], [[0.8, 0.9], [0.5, 0.7]])
+    """
+    f = as_real_array(final, "final")
+    if f.ndim != 3 or 0 in f.shape:
+        raise ValueError(f"final must have shape (rates, arms, seeds), each at least 1; got {f.shape}")
+    if np.isnan(f).any():
+        raise ValueError("final must not hold NaN")
+    best = f.mean(axis=2).argmin(axis=0)
+    return best, f[best, np.arange(f.shape[1])]

@@ -10,6 +10,8 @@ import torch
 
 from course_utils.training import (
     Arm,
+    adam_steps,
+    at_best_rate,
     init_retrieval_params,
     learning_rate_sweep,
     retrieval_batches,
@@ -273,3 +275,94 @@ def test_scale_arms_are_the_seven_arms_of_lessons_08_and_08b_in_order():
     assert arms[1].c_power == 0.5 and arms[3].init_power == arms[3].lr_power == 0.25
     assert arms[4].learnable and arms[5].qk_norm and arms[6].key_norm and not arms[6].qk_norm
     assert scale_arms() is not scale_arms()  # a fresh list each call
+
+
+# --- adam_steps: Adam in NumPy ------------------------------------------------------------------
+
+
+def torch_adam_path(w0, grads, **kwargs):
+    """The weights torch.optim.Adam (foreach=False, the plain loop) takes for the given gradients."""
+    p = torch.tensor(w0, dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.Adam([p], foreach=False, **kwargs)
+    path = [p.detach().clone()]
+    for g in grads:
+        p.grad = torch.as_tensor(g, dtype=torch.float64)
+        opt.step()
+        path.append(p.detach().clone())
+    return torch.stack(path).numpy()
+
+
+@pytest.mark.parametrize("eps", [1e-8, 0.0, 1e-3])
+def test_adam_steps_match_torch_optim_adam(eps):
+    rng = np.random.default_rng(3)
+    w0, grads = rng.normal(size=(4, 5)), rng.normal(size=(30, 4, 5)) * np.logspace(-6, 2, 5)
+    ours = adam_steps(w0, grads, lr=1e-2, betas=(0.8, 0.99), eps=eps)
+    theirs = torch_adam_path(w0, grads, lr=1e-2, betas=(0.8, 0.99), eps=eps)
+    # float64 rounding: each step's size |dw| comes from a few roundings (relative error under 10u, u = 2^-53)
+    # and adding it to w rounds by |w|u, so after the steps |ours - theirs| <= sum 10u|dw| + steps * u * max|w|.
+    u = 2.0**-53
+    bound = (10 * u * np.abs(np.diff(theirs, axis=0)).sum(axis=0) + len(grads) * u * np.abs(theirs).max(axis=0))
+    assert (np.abs(ours - theirs) <= bound).all()  # every step, every component
+    assert (np.abs(ours[-1] - w0) > 1e6 * bound).all()  # and every weight moved far beyond the tolerance
+
+
+def test_adam_ignores_the_gradients_size_up_to_epsilon():
+    rng = np.random.default_rng(4)
+    w0, grads = rng.normal(size=6), rng.normal(size=(20, 6))
+    base = adam_steps(w0, grads, lr=1e-3, eps=0.0)
+    for a in (1e-4, 1e3):
+        np.testing.assert_allclose(adam_steps(w0, a * grads, lr=1e-3, eps=0.0), base, rtol=1e-13, atol=0)
+    # With epsilon, tiny gradients (|g| ~ eps) take smaller steps: the invariance holds only while eps << sqrt(v).
+    small = adam_steps(w0, 1e-8 * grads, lr=1e-3)
+    assert np.abs(small[-1] - w0).max() < 0.8 * np.abs(base[-1] - w0).max()
+
+
+def test_the_first_adam_step_is_lr_times_the_sign_of_the_gradient():
+    path = adam_steps(np.zeros(3), [[2.0, -0.5, 1e-3]], lr=0.01, eps=0.0)
+    np.testing.assert_allclose(path[1], [-0.01, 0.01, -0.01], rtol=1e-15)
+
+
+@pytest.mark.parametrize(("kwargs", "error", "match"), [
+    ({"grads": np.zeros((3, 2))}, ValueError, "grads"),
+    ({"grads": np.zeros((0, 2, 2))}, ValueError, "grads"),
+    ({"lr": 0.0}, ValueError, "lr"),
+    ({"lr": float("nan")}, ValueError, "lr"),
+    ({"betas": (0.9, 1.0)}, ValueError, "betas"),
+    ({"betas": [0.9, 0.99]}, ValueError, "betas"),
+    ({"eps": -1e-8}, ValueError, "eps"),
+    ({"w": "ab"}, TypeError, "w"),
+])
+def test_adam_steps_reject_bad_arguments_by_name(kwargs, error, match):
+    args = {"w": np.zeros((2, 2)), "grads": np.ones((3, 2, 2)), "lr": 1e-3, **kwargs}
+    with pytest.raises(error, match=match):
+        adam_steps(args.pop("w"), args.pop("grads"), **args)
+
+
+# --- at_best_rate ------------------------------------------------------------------------------------
+
+
+def test_each_arm_is_taken_at_the_rate_with_its_lowest_mean_loss():
+    rng = np.random.default_rng(0)
+    final = rng.uniform(0.5, 2.0, size=(6, 4, 5))
+    best, losses = at_best_rate(final)
+    for a in range(4):
+        means = [final[r, a].mean() for r in range(6)]
+        assert best[a] == min(range(6), key=means.__getitem__)  # an independent argmin, by Python
+        np.testing.assert_array_equal(losses[a], final[best[a], a])
+
+
+def test_the_best_rate_is_by_the_mean_over_seeds_not_by_one_seed():
+    final = np.array([[[0.1, 2.0]], [[0.6, 0.6]]])  # rate 0 has the lowest single loss, rate 1 the lowest mean
+    best, _ = at_best_rate(final)
+    assert best.tolist() == [1]
+
+
+@pytest.mark.parametrize(("final", "error"), [
+    (np.zeros((3, 2)), ValueError),
+    (np.zeros((0, 2, 2)), ValueError),
+    (np.full((2, 2, 2), np.nan), ValueError),
+    ("abc", TypeError),
+])
+def test_at_best_rate_rejects_bad_input_by_name(final, error):
+    with pytest.raises(error, match="final"):
+        at_best_rate(final)
