@@ -52,6 +52,23 @@ def sync_header(nb: nbformat.NotebookNode, folder: Path) -> None:
     first.source = header_markdown(lesson, read_course(folder))
 
 
+def run_notebook(nb: nbformat.NotebookNode, folder: Path | str, *, timeout: int = 60,
+                 env: dict[str, str] | None = None) -> None:
+    """A clean Restart & Run All of `nb`, in place: the python3 kernel, `folder` as its working directory.
+
+    `timeout` is the limit of one cell, in seconds; `env`, the kernel's environment (None: this process's).
+    No widget state is kept in the file: with it, static renderers (nbconvert, nbviewer) show the live view,
+    which needs a kernel or a script from the network, instead of the still PNG each explorer stores.
+    """
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(folder)}},
+                            store_widget_state=False)
+    if env is None:  # passing env=None on would reach the kernel launcher, which needs a mapping
+        client.execute()
+    else:
+        client.execute(env=env)
+    nb.metadata.pop("widgets", None)  # a state saved earlier, by JupyterLab or an older run
+
+
 def main(command: str, paths: list[str]) -> None:
     # Outputs are stored with one thread; make test reruns every notebook with two (strict nbval), so
     # each run checks that no printed number depends on the number of threads.
@@ -66,13 +83,7 @@ def main(command: str, paths: list[str]) -> None:
         nb = nbformat.read(path, as_version=4)
         sync_header(nb, path.parent)
         if command == "execute":
-            # No widget state in the file: with it, static renderers (nbconvert, nbviewer) show the live view,
-            # which needs a kernel or a script from the network, instead of the still PNG each explorer stores.
-            NotebookClient(
-                nb, timeout=60, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                store_widget_state=False,
-            ).execute()
-            nb.metadata.pop("widgets", None)  # a state saved earlier, by JupyterLab or an older run
+            run_notebook(nb, path.parent)
         nbformat.write(nb, path)
         print(f"{command}: {path}")
 

@@ -75,11 +75,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tools"), str(ROOT)]
 import run_checks  # noqa: E402
+from notebooks import run_notebook  # noqa: E402
 from benchmarks.sliders import cpu  # noqa: E402
 
 #: The notebooks whose conclusions rest on training, sampling or random draws.
@@ -404,9 +404,7 @@ def execute(notebook: str, nb: Mapping, folder: str, seed_set: int, path_name: s
     nb = nbformat.from_dict(nb)
     try:
         nb, _ = seed_notebook(nb, seed_set)
-        # As tools/notebooks.py executes a notebook (make outputs): python3 kernel, the notebook's folder, no widget state.
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": folder}},
-                       store_widget_state=False).execute(env=kernel_environment(path_env))
+        run_notebook(nb, folder, timeout=timeout, env=kernel_environment(path_env))  # as make outputs runs it
     except Exception as exc:  # noqa: BLE001 - a cell's error, a timeout, a dead kernel: all are reported
         run.error = _error(nb, exc)
     for index, cell in enumerate(nb.cells):  # a cell without an id (nbformat < 4.5): its place, seed cell included
