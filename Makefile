@@ -25,7 +25,7 @@ ROUNDS ?= 5
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest robust clean
+.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest robust solutions clean
 
 # The learner's set: PyTorch (CPU), NumPy, Matplotlib, ipywidgets, entmax, JupyterLab, course_utils.
 install-lab: $(LAB_STAMP)
@@ -70,6 +70,13 @@ robust: install
 	@$(PY) tools/robustness.py --unit-tests; unit=$$?; \
 	 $(PY) tools/robustness.py $(ROBUST_ARGS); notebooks=$$?; \
 	 test $$unit -eq 0 && test $$notebooks -eq 0
+
+# Every exercise's solution where the learner would paste it, which CI runs after make robust: each notebook with
+# an exercise, run in a kernel up to its last exercise, with a cell after each check cell that runs the solution's
+# code and checks it; each must print ✓. Report: test-artifacts/solutions.md. See tools/solutions.py; make test
+# runs its fast half (tests/test_solutions.py), without a kernel.
+solutions: install
+	@$(PY) tools/solutions.py
 
 # Each stage of make test alone, as tools/run_checks.py defines it.
 unit: install

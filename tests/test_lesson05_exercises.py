@@ -96,3 +96,64 @@ def test_q2_probes_include_rows_whose_largest_score_is_blocked():
 def test_q2_a_row_with_no_allowed_key_gets_its_own_nan_hint():
     message = EX.q2.evaluate(EX.q2.wrong_answers["-inf with no care for a fully masked row"]).message
     assert "no allowed key" in message and "Return zeros" in message
+
+
+# --- q1: a float mask, and the slips of a mask built by hand ------------------------------------
+
+
+def test_q1_a_float_mask_of_ones_and_zeros_is_rejected_and_told_to_return_bool(capsys):
+    """A 1.0/0.0 mask holds the right pattern, but PyTorch adds a float mask to the scores: it blocks nothing."""
+    def float_mask(lengths, max_len):
+        j = np.arange(max_len)
+        return ((j[None, :] <= j[:, None])[None] & (j[None, :] < np.asarray(lengths)[:, None])[:, None, :]).astype(float)
+
+    assert not EX.q1.check(float_mask)
+    assert "bool" in _unwrapped(capsys.readouterr().out)
+
+
+def _mask(causal_test, padding_test):
+    """A learner's mask: `causal_test(j_key, i_query)` and `padding_test(j, lengths)` combined with `&`."""
+    def mask(lengths, max_len):
+        j = np.arange(max_len)
+        causal = causal_test(j[None, :], j[:, None])
+        keys = padding_test(j[None, :], np.asarray(lengths)[:, None])
+        return causal[None, :, :] & keys[:, None, :]
+
+    return mask
+
+
+Q1_SLIPS = {
+    "the diagonal blocked": (_mask(lambda j, i: j < i, lambda j, n: j < n), "j < i instead of j <= i", "`<=`"),
+    "the causal mask alone": (_mask(lambda j, i: j <= i, lambda j, n: np.ones_like(j == n)), "no padding mask",
+                              "`keys = j[None, :] < np.asarray(lengths)[:, None]`"),
+    "the padding mask alone": (_mask(lambda j, i: np.ones_like(j == i), lambda j, n: j < n), "no causal mask",
+                               "`causal = j[None, :] <= j[:, None]`"),
+    "<= length": (_mask(lambda j, i: j <= i, lambda j, n: j <= n), "the first pad left visible",
+                  "`j < lengths[:, None]`"),
+}
+
+
+@pytest.mark.parametrize("name", Q1_SLIPS)
+def test_q1_each_slip_of_a_hand_built_mask_is_named_with_its_next_step(name, capsys):
+    answer, named, step = Q1_SLIPS[name]
+    verdict = EX.q1.check(answer)
+    assert not verdict
+    assert named in _unwrapped(capsys.readouterr().out)
+    assert step in verdict.next_step
+
+
+@pytest.mark.parametrize("lengths_as", [list, np.array, torch.tensor], ids=["list", "ndarray", "tensor"])
+def test_q1_a_right_mask_passes_whatever_the_lengths_are_given_as(lengths_as, capsys):
+    def right(lengths, max_len):
+        j = np.arange(max_len)
+        return (j[None, :] <= j[:, None])[None] & (j[None, :] < np.asarray(lengths_as(lengths))[:, None])[:, None, :]
+
+    assert EX.q1.check(right), capsys.readouterr().out
+
+
+def test_q3_entropies_truncated_to_two_decimals_are_named_and_told_to_round(capsys):
+    verdict = EX.q3.check([0, 0.69, 1.09, 1.38, 1.60])
+    assert not verdict
+    assert "cut off after two decimals" in _unwrapped(capsys.readouterr().out)
+    assert "`round(1.0986, 2)`" in verdict.next_step
+    assert EX.q3.check([0, 0.69, 1.10, 1.39, 1.61]), capsys.readouterr().out

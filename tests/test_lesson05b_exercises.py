@@ -243,3 +243,119 @@ def test_q4_an_answer_that_divides_the_callers_q_in_place_is_rejected(capsys):
 
     assert not EX.q4.check(in_place)
     assert "in place" in _unwrapped(capsys.readouterr().out)
+
+
+# --- q1: a fix that also zeroes the pads' outputs -----------------------------------------------
+
+
+def test_q1_a_fix_that_also_zeroes_the_pad_outputs_is_named_with_its_next_step(capsys):
+    def fixed_then_zeroed(mha, x, lengths):
+        real = torch.arange(x.shape[1])[None, :] < torch.as_tensor(lengths)[:, None]
+        out, _ = mha(x, x, x, key_padding_mask=~real)
+        return out * real[..., None]
+
+    verdict = EX.q1.check(fixed_then_zeroed)
+    assert not verdict
+    assert "the pads' own outputs were set to 0" in _unwrapped(capsys.readouterr().out)
+    assert "return `out` as it comes" in verdict.next_step
+
+
+# --- q4 and lesson 05c: one guard, selected on the mask ------------------------------------------
+
+
+def test_q4_teaches_the_guard_that_lesson_05c_accepts_and_names_nan_to_num_only_as_a_caveat():
+    """05c q2 rejects `nan_to_num` (it decides by the values): 05b q4 must not teach it as the guard."""
+    ex = EX.q4
+    taught = [*ex._hints, *ex.next_steps.values(), *ex.advice.values(), ex.nonfinite_hint]
+    assert not [text for text in taught if "nan_to_num" in text]
+    assert "torch.where(mask.any(-1, keepdim=True)" in ex._hints[-1]
+    code, prose = ex._solution.split("```python")[1].split("```")
+    assert "nan_to_num" not in code and "torch.where(has_key" in code
+    assert "nan_to_num" not in prose or "lesson 05c" in prose
+    guard_05c = exercises.load("05c").q2  # the same guard in NumPy: lesson 05c accepts it and rejects nan_to_num
+    assert guard_05c.evaluate(lambda out, mask: np.where(mask.any(axis=-1, keepdims=True), out, 0.0)).passed
+    assert not guard_05c.evaluate(lambda out, mask: np.nan_to_num(out, nan=0.0)).passed
+
+
+@pytest.mark.parametrize("mistake", ["the seed with d_k defined", "-inf with the rows that have no allowed key left NaN"])
+def test_q4_the_next_step_for_an_unguarded_empty_row_selects_on_the_mask(mistake, capsys):
+    label = next(label for label in EX.q4.wrong_answers if label.startswith(mistake))
+    verdict = EX.q4.check(EX.q4.wrong_answers[label])
+    capsys.readouterr()
+    assert verdict.mistake == label
+    assert "torch.where(mask.any(-1, keepdim=True), attention_weights, 0.0)" in verdict.next_step
+
+
+def test_q1_a_bool_attn_mask_with_sdpas_polarity_gives_the_bugs_outputs_and_is_told_about_both_masks(capsys):
+    """The two are one mistake for the checker (the same outputs), so its one explanation names both masks."""
+    from course_utils.exercises.lesson05b import _q1_as_attn_mask, _q1_buggy
+
+    for case in EX.q1.cases:
+        torch.testing.assert_close(_q1_as_attn_mask(*case.args), _q1_buggy(*case.args), rtol=0, atol=1e-12, equal_nan=True)
+    verdict = EX.q1.check(_q1_as_attn_mask)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict and "key_padding_mask" in out and "a bool attn_mask" in out
+    assert "no `attn_mask`" in verdict.next_step
+
+
+def test_q4_multiplying_the_nan_rows_by_has_key_gives_the_outputs_of_no_guard():
+    """Why one wrong answer names both: the outputs cannot tell them apart (the early property can, by watching)."""
+    from course_utils.exercises.lesson05b import _q4_minus_inf, _q4_multiply_guard
+
+    for case in EX.q4.cases:
+        torch.testing.assert_close(_q4_multiply_guard(*case.args), _q4_minus_inf(*case.args), rtol=0, atol=0,
+                                   equal_nan=True)
+
+
+def test_q4_a_fill_of_minus_1e4_is_named_as_the_weak_fill(capsys):
+    verdict = EX.q4.check(_learner_attention_with_fill(-1e4))
+    assert not verdict and "not far enough below scores of size 1e6" in _unwrapped(capsys.readouterr().out)
+    assert "`float('-inf')`" in verdict.next_step
+
+
+def _learner_attention_with_fill(fill):
+    def answer(Q, K, V, mask=None):
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+        if mask is None:
+            return torch.softmax(scores, dim=-1) @ V
+        weights = torch.softmax(scores.masked_fill(~mask, fill), dim=-1)
+        return torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0) @ V
+
+    return answer
+
+
+# --- q2 and q3: the scale by the number of tokens, a renormalization patched with nan_to_num ----------
+
+
+def test_q2_dividing_by_the_square_root_of_the_number_of_tokens_is_named(capsys):
+    def by_length(q, k, v):
+        L = q.shape[-2]
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(L, dtype=q.dtype)
+        return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(L) + mask, dim=-1) @ v
+
+    verdict = EX.q2.check(by_length)
+    assert not verdict and "the scale 1/√L" in _unwrapped(capsys.readouterr().out)
+    assert "`math.sqrt(q.shape[-1])`" in verdict.next_step
+
+
+def test_q3_dividing_by_the_square_root_of_the_number_of_tokens_is_named(capsys):
+    verdict = EX.q3.check(lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=q.size(-2) ** -0.5))
+    assert not verdict and "the number of tokens L" in _unwrapped(capsys.readouterr().out)
+    assert "`q.size(-2)`" in verdict.next_step
+
+
+def test_q2_renormalizing_after_the_softmax_then_zeroing_its_nan_rows_is_named(capsys):
+    def patched(q, k, v):
+        allowed = torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype) == 0
+        kept = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) * allowed
+        return (kept / kept.sum(dim=-1, keepdim=True)).nan_to_num(0.0) @ v
+
+    verdict = EX.q2.check(patched)
+    assert not verdict and "with the NaN rows set to 0" in _unwrapped(capsys.readouterr().out)
+    assert "`torch.softmax(scores + mask, dim=-1)`" in verdict.next_step
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_each_invariance_property_has_a_next_step_about_its_own_mask(name):
+    for prop in getattr(EX, name).properties:
+        assert "`" in prop.next_step and "keepdims" not in prop.next_step, prop.__name__

@@ -79,3 +79,17 @@ def test_q2_cases_hold_every_kind_of_empty_row_a_backend_returns():
 def test_q2_multiplying_by_the_flag_is_told_that_nan_times_0_is_nan():
     message = EX.q2.evaluate(EX.q2.wrong_answers["multiplying by has_key"]).message
     assert "nan * 0 is nan" in message
+
+
+@pytest.mark.parametrize(
+    "guard",
+    [lambda out, mask: np.nan_to_num(out, nan=0.0),
+     lambda out, mask: np.where(np.isnan(out).any(axis=-1, keepdims=True), 0.0, out)],
+    ids=["nan_to_num", "zero the rows that hold a NaN"],
+)
+def test_q2_a_guard_that_decides_by_the_values_is_named_whichever_way_it_reads_them(guard):
+    """The two give the same outputs on every case (a backend's empty row is all NaN or all finite): one name."""
+    verdict = EX.q2.evaluate(guard)
+    assert not verdict.passed
+    assert "deciding by the values, not the mask" in verdict.message
+    assert "`np.where(has_key, out, 0.0)`" in verdict.next_step

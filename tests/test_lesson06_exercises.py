@@ -9,6 +9,7 @@ import torch
 
 from course_utils import exercises
 from rounding_bounds import entmax_error
+from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 EX = exercises.load("06")
 
@@ -115,3 +116,89 @@ def test_q1_a_nan_gets_advice_about_the_support_not_about_exp():
     assert "A score at or below 0" in message
     nan_message = EX.q1.evaluate(lambda x: np.full(x.shape, np.nan)).message
     assert "support size of 0" in nan_message and "overflow" not in nan_message
+
+
+# --- q1: slips of the support, named; q2: a zero that must be exact ---------------------------------
+
+
+def _sorted_test(first_k):
+    """A learner's sort-based sparsemax whose k starts at `first_k` in the support test."""
+    def answer(x):
+        z = np.sort(x)[::-1]
+        cumsum = np.cumsum(z)
+        k = np.arange(first_k, first_k + x.size)
+        support = np.sum(1 + k * z > cumsum)
+        return np.maximum(x - (cumsum[support - 1] - 1) / support, 0)
+
+    return answer
+
+
+def _michelot(steps):
+    """Michelot's algorithm, stopped after `steps` refinements of the support."""
+    def answer(x):
+        tau = (x.sum() - 1) / x.size
+        for _ in range(steps):
+            support = x > tau
+            tau = (x[support].sum() - 1) / support.sum()
+        return np.maximum(x - tau, 0)
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "named", "step"),
+    [
+        (_sorted_test(0), "counting k from 0", "`k = np.arange(1, x.size + 1)`"),
+        (_michelot(1), "one Michelot step", "until `support` stops changing"),
+        (lambda x: (np.arange(x.size) == np.argmax(x)).astype(float), "one-hot on the largest score", "top gap is 0.2"),
+    ],
+    ids=["k from 0", "one Michelot step", "one-hot"],
+)
+def test_q1_slips_of_the_support_are_named_with_a_next_step_about_sparsemax(answer, named, step, capsys):
+    verdict = EX.q1.check(answer)
+    assert not verdict
+    assert named in _unwrapped(capsys.readouterr().out)
+    assert step in verdict.next_step
+
+
+def test_q1_michelot_iterated_to_convergence_and_k_from_1_pass(capsys):
+    assert EX.q1.check(_michelot(20)), capsys.readouterr().out
+    assert EX.q1.check(_sorted_test(1)), capsys.readouterr().out
+
+
+def test_q1_an_unexplained_sum_error_gets_sparsemax_s_next_step_not_softmax_s():
+    def bisection(x, halvings=10):
+        lo, hi = x.max() - 1, x.max()
+        for _ in range(halvings):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if np.maximum(x - mid, 0).sum() >= 1 else (lo, mid)
+        return np.maximum(x - (lo + hi) / 2, 0)
+
+    verdict = EX.q1.evaluate(bisection)
+    assert verdict.status == "incorrect" and "does not sum to 1" in verdict.message
+    assert "`tau`" in verdict.next_step and "keepdims" not in verdict.next_step
+
+
+def test_q1_an_answer_that_special_cases_rows_far_below_0_is_rejected():
+    def uniform_below(x):
+        return np.full(x.shape, 1 / x.size) if x.max() < -1.5 else EX.q1.reference(x)
+
+    assert EX.q1.evaluate(uniform_below).status == "incorrect"
+
+
+@pytest.mark.parametrize("small", [3e-4, 1e-4, 1e-9])
+def test_q2_a_small_weight_where_sparsemax_gives_exactly_0_is_rejected_and_named(small, capsys):
+    verdict = EX.q2.check([[0.7, 0.3], [1 - small, small]])
+    assert not verdict
+    assert "where sparsemax gives exactly 0" in _unwrapped(capsys.readouterr().out)
+    assert "`tau = (1.5 - 1) / 1 = 0.5`" in verdict.next_step
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [[[0.7, 0.3], [1, 0]], ((0.7002, 0.2998), (1.0, -0.0)), np.array([[0.7, 0.3], [1.0, 0.0]]),
+     torch.tensor([[0.7, 0.3], [1.0, 0.0]])],
+    ids=["list", "rounded tuple", "ndarray", "tensor"],
+)
+def test_q2_the_answer_with_an_exact_zero_passes_in_any_container(answer, capsys):
+    assert EX.q2.check(answer), capsys.readouterr().out

@@ -9,6 +9,7 @@ import torch
 
 from course_utils import entmax15_backward, entmax_bisect, exercises, softmax_backward, sparsemax_backward
 from course_utils.exercises.lesson06b import _Q2_PROBE_SETUPS, _Q2_SETUPS
+from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 EX = exercises.load("06b")
 CASES_AND_PROBES = list(zip(_Q2_SETUPS, EX.q2.cases)) + list(zip(_Q2_PROBE_SETUPS, EX.q2.probes))
@@ -98,7 +99,8 @@ def _numpy_float32(g, p, alpha):
 def test_q2_a_float32_answer_is_told_it_is_float32_not_that_its_formula_is_wrong(answer):
     assert answer(*EX.q2.cases[0].args).dtype in (np.float32, torch.float32)
     message = EX.q2.evaluate(answer).message
-    assert "is float32" in message and "sums to" not in message and "differs from" not in message
+    # Named as float32, by the dtype check or by this exercise's own property, whichever speaks first.
+    assert "float32" in message and "sums to" not in message and "differs from" not in message
 
 
 @pytest.mark.parametrize(
@@ -111,3 +113,51 @@ def test_q2_a_float32_answer_is_told_it_is_float32_not_that_its_formula_is_wrong
 )
 def test_q2_other_correct_float64_answers_pass(answer):
     assert EX.q2.evaluate(answer).status == "correct"
+
+
+# --- q1: where the smallest key leaves; q2: a flipped sign and 1.5-entmax's s -----------------------
+
+
+def test_q1_the_alpha_where_the_smallest_key_leaves_is_where_the_band_is_centred():
+    from course_utils.exercises.lesson06b import _Q1_ROW, _Q1_SMALLEST_BAND, _Q1_SMALLEST_LEAVES
+    from course_utils.sparse import entmax_bisect
+
+    assert entmax_bisect(_Q1_ROW, _Q1_SMALLEST_LEAVES - 1e-3)[2] > 0 and entmax_bisect(_Q1_ROW, _Q1_SMALLEST_LEAVES + 1e-3)[2] == 0
+    assert _Q1_SMALLEST_BAND[0] < _Q1_SMALLEST_LEAVES < _Q1_SMALLEST_BAND[1] < EX.q1.reference
+
+
+@pytest.mark.parametrize("answer", [1.5805, 1.58, 1.6, "1.58", np.float32(1.58)])
+def test_q1_a_reading_of_where_the_smallest_key_leaves_is_named_with_its_next_step(answer, capsys):
+    verdict = EX.q1.check(answer)
+    assert not verdict
+    assert "where the smallest score, -0.5, leaves the support" in _unwrapped(capsys.readouterr().out)
+    assert "`(alpha - 1) * (1.0 - 0.2) = 1`" in verdict.next_step
+
+
+@pytest.mark.parametrize("answer", [[1.58], 1.5, 2.2])
+def test_q1_answers_outside_the_band_or_of_another_shape_are_not_called_the_smallest_key(answer, capsys):
+    verdict = EX.q1.check(answer)
+    assert not verdict and verdict.mistake is None
+    assert "smallest score" not in capsys.readouterr().out
+
+
+def test_q1_one_plus_the_gap_to_the_smallest_score_is_named(capsys):
+    verdict = EX.q1.check(2.5)
+    assert not verdict and "`alpha = 1 + 1 / 0.8`" in verdict.next_step
+    assert "the gap from 1.0 to the smallest score" in _unwrapped(capsys.readouterr().out)
+
+
+def test_q2_a_flipped_sign_is_named_with_softmaxs_form_as_the_check(capsys):
+    def flipped(g, p, alpha):
+        s = np.where(p > 0, p ** (2 - alpha), 0.0)
+        return (s @ g) / s.sum() * s - s * g
+
+    verdict = EX.q2.check(flipped)
+    assert not verdict and "the sign flipped" in _unwrapped(capsys.readouterr().out)
+    assert "`p * g - (p @ g) * p`" in verdict.next_step
+
+
+def test_q2_the_square_root_for_every_alpha_is_named(capsys):
+    verdict = EX.q2.check(lambda g, p, alpha: np.sqrt(p) * g - (np.sqrt(p) @ g) / np.sqrt(p).sum() * np.sqrt(p))
+    assert not verdict and "s = sqrt(p) for every alpha" in _unwrapped(capsys.readouterr().out)
+    assert "`s = np.where(p > 0, p ** (2 - alpha), 0.0)`" in verdict.next_step

@@ -141,10 +141,48 @@ def _whole_matrix(q, k, v, block_q, block_k):
     return p / p.sum(axis=1, keepdims=True) @ v
 
 
-def test_q2_forming_the_whole_score_matrix_is_rejected_by_its_memory(capsys):
-    assert EX.q2.check(_whole_matrix).status == "incorrect"
+def _tiles_into_the_whole_matrix(q, k, v, block_q, block_k):
+    """Reads k and v one tile at a time, but writes every tile's scores into one (L, S) matrix."""
+    L, S = q.shape[0], k.shape[0]
+    s = np.empty((L, S))
+    for j0 in range(0, S, block_k):
+        s[:, j0:j0 + block_k] = q @ k[j0:j0 + block_k].T / math.sqrt(q.shape[1])
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    out = np.zeros((L, v.shape[1]))
+    for j0 in range(0, S, block_k):
+        out += p[:, j0:j0 + block_k] @ v[j0:j0 + block_k]
+    return out
+
+
+def _query_tile_scores_joined(q, k, v, block_q, block_k):
+    """Reads k and v in tiles, but keeps each tile of queries' scores against all keys in one array."""
+    out, scale = np.empty((q.shape[0], v.shape[1])), 1 / math.sqrt(q.shape[1])
+    for i0 in range(0, q.shape[0], block_q):
+        qi = q[i0:i0 + block_q]
+        s = np.empty((len(qi), k.shape[0]))
+        for j0 in range(0, k.shape[0], block_k):
+            s[:, j0:j0 + block_k] = qi @ k[j0:j0 + block_k].T
+        s *= scale  # in place, so that one (block_q, S) array is alive at a time
+        s -= s.max(axis=1, keepdims=True)
+        np.exp(s, out=s)
+        s /= s.sum(axis=1, keepdims=True)
+        out[i0:i0 + block_q] = sum(s[:, j0:j0 + block_k] @ v[j0:j0 + block_k] for j0 in range(0, k.shape[0], block_k))
+        del s
+    return out
+
+
+def test_q2_keeping_the_scores_of_a_tile_of_queries_against_all_keys_is_rejected_where_block_q_is_L(capsys):
+    assert EX.q2.check(_query_tile_scores_joined).status == "incorrect"
+    out = _unwrapped(capsys.readouterr().out)
+    assert "block_q = L = 400" in out and "tiling the queries is not enough" in out
+
+
+def test_q2_reading_in_tiles_but_keeping_the_whole_score_matrix_is_rejected_by_its_memory(capsys):
+    assert EX.q2.check(_tiles_into_the_whole_matrix).status == "incorrect"
     out = _unwrapped(capsys.readouterr().out)
     assert "score matrix" in out and "MiB" in out and "never form" in out
+    assert "does not walk the keys in tiles" not in out  # it does read them in tiles
 
 
 def _torch_sdpa(q, k, v, block_q, block_k):
@@ -297,26 +335,6 @@ def test_q2_one_maximum_per_tile_instead_of_per_row_is_rejected_and_named(capsys
     assert "s.max(axis=1)" in out and "-800" in out
 
 
-def _queries_only(q, k, v, block_q, block_k):
-    """Tiles the queries only: a full softmax over all keys per tile of queries, block_k ignored."""
-    out = np.empty((q.shape[0], v.shape[1]))
-    for i0 in range(0, q.shape[0], block_q):
-        s = q[i0:i0 + block_q] @ k.T
-        s *= 1 / math.sqrt(q.shape[1])  # in place: one (block_q, S) array alive, which passes block_q = 64
-        s -= s.max(axis=1, keepdims=True)
-        np.exp(s, out=s)
-        s /= s.sum(axis=1, keepdims=True)
-        out[i0:i0 + block_q] = s @ v
-        del s  # so that two (block_q, S) arrays never live at once
-    return out
-
-
-def test_q2_tiling_only_the_queries_is_rejected_on_the_case_with_block_q_equal_to_L(capsys):
-    assert EX.q2.check(_queries_only).status == "incorrect"
-    out = _unwrapped(capsys.readouterr().out)
-    assert "block_q = L = 400" in out and "tiling the queries is not enough" in out
-
-
 @pytest.mark.parametrize("answer", [67.1, 67, 67.11])
 def test_q3_mb_rounded_to_three_digits_still_gets_the_mb_explanation(answer, capsys):
     assert EX.q3.check(answer).status == "incorrect"
@@ -326,3 +344,245 @@ def test_q3_mb_rounded_to_three_digits_still_gets_the_mb_explanation(answer, cap
 @pytest.mark.parametrize("answer", [64, 64.0, 64.1])
 def test_q3_sixty_four_is_accepted(answer):
     assert EX.q3.check(answer).passed
+
+
+# --- q2: the checker follows which keys each operation reads ---------------------------------------
+#
+# A softmax over all keys at once gives the same numbers as the tiled loop, and one row of S scores takes no more
+# memory than a copy of k: so on one case (L = 8, S = 1024, tiles of 4 x 64) the checker hands the answer k and v
+# as arrays that report how many keys each operation reads. Right loops of every form pass; answers that read
+# all keys at once are rejected, and told which line did it.
+
+READS = next(case for case in EX.q2.cases if getattr(case, "follow_reads", False))
+
+
+def test_q2_one_case_follows_the_reads_with_many_tiles_of_keys_and_of_queries():
+    q, k, v, block_q, block_k = READS.args
+    assert k.shape[0] >= 16 * block_k and q.shape[0] >= 2 * block_q > block_q > 1
+    assert block_k == 64  # a loop with its own fixed 64 x 64 tiles reads no more than block_k keys at once
+
+
+def _two_pass(q, k, v, block_q, block_k):
+    """Right: a first pass over the tiles of keys finds each row's maximum, a second sums; no rescaling."""
+    out, scale = np.zeros((q.shape[0], v.shape[1])), 1 / math.sqrt(q.shape[1])
+    for i0 in range(0, q.shape[0], block_q):
+        qi = q[i0:i0 + block_q]
+        m = np.full(len(qi), -np.inf)
+        for j0 in range(0, k.shape[0], block_k):
+            m = np.maximum(m, (qi @ k[j0:j0 + block_k].T * scale).max(axis=1))
+        shift = np.where(np.isneginf(m), 0.0, m)
+        ell, acc = np.zeros(len(qi)), np.zeros((len(qi), v.shape[1]))
+        for j0 in range(0, k.shape[0], block_k):
+            p = np.exp(qi @ k[j0:j0 + block_k].T * scale - shift[:, None])
+            ell += p.sum(axis=1)
+            acc += p @ v[j0:j0 + block_k]
+        out[i0:i0 + block_q] = acc / ell[:, None]
+    return out
+
+
+def _fixed_64(q, k, v, block_q, block_k):
+    """Right, with its own 64 x 64 tiles whatever the block sizes given (the review accepts it)."""
+    return _shown_solution(EX.q2, "flash_forward")(q, k, v, 64, 64)
+
+
+def _nan_to_num_guard(q, k, v, block_q, block_k):
+    """Right: np.nan_to_num in place of the shift guard, the tiles cut by np.array_split, np.einsum and .dot."""
+    L, S = q.shape[0], k.shape[0]
+    k = np.asarray(k, dtype=np.float64) / np.sqrt(q.shape[1])  # keys scaled once: a copy, not a read of scores
+    kT = k.T.copy()
+    out = np.zeros((L, v.shape[1]))
+    for i0 in range(0, L, block_q):
+        qi = q[i0:i0 + block_q]
+        m, ell, acc = np.full(len(qi), -np.inf), np.zeros(len(qi)), np.zeros((len(qi), v.shape[1]))
+        cuts = range(block_k, S, block_k)
+        for kj, vj in zip(np.array_split(kT, cuts, axis=1), np.array_split(v, cuts)):
+            s = np.einsum("id,dj->ij", qi, kj)
+            m_new = np.maximum(m, s.max(axis=1))
+            shift = np.nan_to_num(m_new, neginf=0.0)
+            alpha, p = np.exp(m - shift), np.exp(s - shift[:, None])
+            ell, acc, m = alpha * ell + p.sum(axis=1), alpha[:, None] * acc + p.dot(vj), m_new
+        out[i0:i0 + block_q] = acc / ell[:, None]
+    return out
+
+
+def _one_query_online(q, k, v, block_q, block_k):
+    """Right: one query at a time (block_q ignored), but the keys in tiles with the running m, ell and acc."""
+    out, scale = np.zeros((q.shape[0], v.shape[1])), 1 / math.sqrt(q.shape[1])
+    for i in range(q.shape[0]):
+        m, ell, acc = -np.inf, 0.0, np.zeros(v.shape[1])
+        for j0 in range(0, k.shape[0], block_k):
+            s = q[i].dot(k[j0:j0 + block_k].T) * scale  # .dot of a plain array: the checker still sees the tile
+            m_new = max(m, s.max())
+            shift = 0.0 if m_new == -np.inf else m_new
+            alpha, p = np.exp(m - shift), np.exp(s - shift)
+            ell, acc, m = alpha * ell + p.sum(), alpha * acc + p @ v[j0:j0 + block_k], m_new
+        out[i] = acc / ell
+    return out
+
+
+def _padded_tiles(q, k, v, block_q, block_k):
+    """Right: k and v padded to whole tiles with np.pad, the padding masked with -inf."""
+    S, pad = k.shape[0], -k.shape[0] % block_k
+    kp, vp = np.pad(k, ((0, pad), (0, 0))), np.pad(v, ((0, pad), (0, 0)))
+    real = np.arange(S + pad) < S
+    out, scale = np.zeros((q.shape[0], v.shape[1])), 1 / math.sqrt(q.shape[1])
+    for i0 in range(0, q.shape[0], block_q):
+        qi = q[i0:i0 + block_q]
+        m, ell, acc = np.full(len(qi), -np.inf), np.zeros(len(qi)), np.zeros((len(qi), v.shape[1]))
+        for j0 in range(0, S + pad, block_k):
+            s = np.where(real[j0:j0 + block_k], qi @ kp[j0:j0 + block_k].T * scale, -np.inf)
+            m_new = np.maximum(m, s.max(axis=1))
+            shift = np.where(np.isneginf(m_new), 0.0, m_new)
+            alpha, p = np.exp(m - shift), np.exp(s - shift[:, None])
+            ell, acc, m = alpha * ell + p.sum(axis=1), alpha[:, None] * acc + p @ vp[j0:j0 + block_k], m_new
+        out[i0:i0 + block_q] = acc / ell[:, None]
+    return out
+
+
+RIGHT_LOOPS = {
+    "the shown solution": _shown_solution(EX.q2, "flash_forward"),
+    "FlashAttention-1 order": _fa1_order,
+    "lazy rescaling (tau = 8)": _lazy,
+    "two passes over the tiles": _two_pass,
+    "fixed 64 x 64 tiles": _fixed_64,
+    "nan_to_num guard, scaled keys, array_split, einsum, .dot": _nan_to_num_guard,
+    "one query at a time, keys in tiles": _one_query_online,
+    "k and v padded to whole tiles": _padded_tiles,
+}
+
+
+@pytest.mark.parametrize("answer", RIGHT_LOOPS.values(), ids=RIGHT_LOOPS.keys())
+def test_q2_every_right_tiled_loop_passes_while_the_checker_follows_its_reads(answer, capsys):
+    verdict = EX.q2.check(answer)
+    assert verdict.passed, capsys.readouterr().out
+
+
+def test_q2_the_checkers_reference_passes():
+    assert EX.q2.evaluate(EX.q2.reference).passed
+
+
+def _row_at_a_time(q, k, v, block_q, block_k):
+    """One query row at a time with an ordinary softmax over all keys: no tiles of keys, no online softmax."""
+    out = np.empty((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        s = q[i] @ k.T / math.sqrt(q.shape[1])
+        p = np.exp(s - s.max())
+        out[i] = p @ v / p.sum()
+    return out
+
+
+def _row_at_a_time_with_dot(q, k, v, block_q, block_k):
+    out = np.empty((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        s = q[i].dot(k.T) / math.sqrt(q.shape[1])
+        p = np.exp(s - s.max())
+        out[i] = p.dot(v) / p.sum()
+    return out
+
+
+def _row_at_a_time_after_asarray(q, k, v, block_q, block_k):
+    k, v = np.asarray(k), np.array(v, dtype=np.float64)  # a plain copy would hide the reads from the checker
+    return _row_at_a_time(q, k, v, block_q, block_k)
+
+
+def _row_at_a_time_by_broadcasting(q, k, v, block_q, block_k):
+    out = np.empty((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        s = (k * q[i]).sum(axis=1) / math.sqrt(q.shape[1])
+        p = np.exp(s - s.max())
+        out[i] = (p[:, None] * v).sum(axis=0) / p.sum()
+    return out
+
+
+def _query_tiles(q, k, v, block_q, block_k):
+    """Tiles of queries, each against all keys at once; block_k ignored."""
+    out = np.empty((q.shape[0], v.shape[1]))
+    for i0 in range(0, q.shape[0], block_q):
+        s = q[i0:i0 + block_q] @ k.T / math.sqrt(q.shape[1])
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        out[i0:i0 + block_q] = p / p.sum(axis=1, keepdims=True) @ v
+    return out
+
+
+def _whole_matrix_einsum(q, k, v, block_q, block_k):
+    s = np.einsum("id,jd->ij", q, k) / math.sqrt(q.shape[1])
+    p = np.exp(s - s.max(axis=1, keepdims=True))
+    return np.einsum("ij,jd->id", p / p.sum(axis=1, keepdims=True), v)
+
+
+def _scores_in_tiles_values_at_once(q, k, v, block_q, block_k):
+    """Reads k in tiles, but joins the row of scores and multiplies it by all of v at once."""
+    out = np.empty((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        s = np.concatenate([q[i] @ k[j0:j0 + block_k].T for j0 in range(0, k.shape[0], block_k)])
+        p = np.exp(s / math.sqrt(q.shape[1]) - s.max() / math.sqrt(q.shape[1]))
+        out[i] = p @ v / p.sum()
+    return out
+
+
+def _tiles_of_keys_joined_again(q, k, v, block_q, block_k):
+    k = np.concatenate([k[j0:j0 + block_k] for j0 in range(0, k.shape[0], block_k)])
+    return _whole_matrix(q, k, v, block_q, block_k)
+
+
+WIDE_READS = {  # answer: (what the message must say it did, the line it must quote)
+    "one row at a time, all keys (@)": (
+        _row_at_a_time, "multiplies one query by all 1024 keys of k at once", "s = q[i] @ k.T / math.sqrt(q.shape[1])"),
+    "one row at a time, all keys (.dot)": (
+        _row_at_a_time_with_dot, "reads all 1024 keys of k at once", "s = q[i].dot(k.T) / math.sqrt(q.shape[1])"),
+    "one row at a time after np.asarray(k)": (
+        _row_at_a_time_after_asarray, "multiplies one query by all 1024 keys of k at once", "s = q[i] @ k.T"),
+    "one row at a time, by broadcasting": (
+        _row_at_a_time_by_broadcasting, "reads all 1024 keys of k at once", "s = (k * q[i]).sum(axis=1)"),
+    "tiles of queries against all keys": (
+        _query_tiles, "multiplies a tile of 4 queries by all 1024 keys of k at once",
+        "s = q[i0:i0 + block_q] @ k.T"),
+    "the whole matrix (@)": (
+        _whole_matrix, "multiplies all 8 queries by all 1024 keys of k at once: the whole (8, 1024) score matrix",
+        "s = q @ k.T / math.sqrt(q.shape[1])"),
+    "the whole matrix (np.einsum)": (
+        _whole_matrix_einsum, "reads all 1024 keys of k at once", 's = np.einsum("id,jd->ij", q, k)'),
+    "scores in tiles, values at once": (
+        _scores_in_tiles_values_at_once, "multiplies the weights of one query by all 1024 rows of v at once",
+        "out[i] = p @ v / p.sum()"),
+    "tiles of keys joined again": (
+        _tiles_of_keys_joined_again, "multiplies all 8 queries by all 1024 keys of k at once", "s = q @ k.T"),
+}
+
+
+@pytest.mark.parametrize("label", WIDE_READS)
+def test_q2_an_answer_that_reads_all_keys_at_once_is_rejected_and_told_which_line(label, capsys):
+    answer, did, line = WIDE_READS[label]
+    verdict = EX.q2.check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert verdict.status == "incorrect"
+    assert "the checker follows which keys" in out  # the case that follows the reads, not a memory case
+    assert "it does not walk the keys in tiles" in out and did in out and f"`{line}" in out
+    assert "`k[j0:j0 + block_k]`" in out
+    assert "This is exactly what" not in out  # the output is right: no wrong formula to name
+
+
+def test_q2_after_a_wide_read_the_next_step_gives_the_online_update_in_code(capsys):
+    ex = exercises.load("07").q2
+    ex.check(_row_at_a_time)
+    feedback = _unwrapped(capsys.readouterr().out)
+    ex.hint()
+    step = _unwrapped(capsys.readouterr().out)
+    assert step.startswith("Next step for this mistake: Put the work on keys inside `for j0 in range(0, S, block_k):`")
+    assert "`alpha = np.exp(m - m_new)`" in step and "`acc = alpha[:, None] * acc + p @ vj`" in step
+    assert step.split(": ", 1)[1] not in feedback  # one step beyond the feedback
+
+
+def test_q2_following_the_reads_leaves_the_answers_arrays_usable_as_arrays():
+    from course_utils.exercises.lesson07 import _Reads, _Rows
+
+    reads = _Reads(block_k=2)
+    k = _Rows.of(np.arange(12.0).reshape(6, 2), "k", reads)
+    tile = k[2:4].T
+    assert isinstance(tile, _Rows) and tile.keys() == 2 and tile.shape == (2, 2)
+    assert isinstance(k * 0.5, _Rows) and (k * 0.5).keys() == 6  # scaled, not read
+    assert np.ones(2) @ tile @ np.ones(2) == 4 + 5 + 6 + 7  # rows 2 and 3: two keys, allowed
+    assert reads.wide is None
+    assert float(k[5, 1]) == 11.0 and len(k) == 6 and k.max() == 11.0  # scalars and reductions read nothing
+    np.ones(2) @ k.T
+    assert reads.wide is not None and reads.wide.keys == 6 and reads.wide.how == "`@`" and reads.wide.queries == 1

@@ -6,6 +6,7 @@ import statistics
 
 import numpy as np
 import pytest
+from scipy import stats
 
 from course_utils import exercises
 from test_exercises import _unwrapped  # the printed text, before it was wrapped
@@ -90,3 +91,37 @@ def test_q2_a_float32_answer_is_told_it_is_float32():
     assert "float32" in message and "Not yet" in message
 
 
+
+
+# --- q2: slips that are right on the lesson's own 5 seeds, or right numbers in the wrong place ------
+
+
+@pytest.mark.parametrize(
+    ("answer", "named", "step"),
+    [
+        (lambda a, b: np.array([(a - b).mean(), np.sqrt((((a - b) - (a - b).mean()) ** 2).sum() / 4)]),
+         "dividing by 4", "`/ (d.size - 1)`"),
+        (lambda a, b: np.array([(a - b).std(ddof=1), (a - b).mean()]), "[sd, mean]", "the mean first"),
+        (lambda a, b: np.array([(a - b).mean(), stats.t.ppf(0.975, a.size - 1) * (a - b).std(ddof=1) / np.sqrt(a.size)]),
+         "half-width", "`d.std(ddof=1)`"),
+    ],
+    ids=["hard-coded /4", "swapped", "t half-width"],
+)
+def test_q2_slips_are_named_with_a_next_step(answer, named, step, capsys):
+    verdict = EX.q2.check(answer)
+    assert not verdict
+    assert named in rejected_text(capsys)
+    assert step in verdict.next_step
+
+
+def rejected_text(capsys) -> str:
+    return _unwrapped(capsys.readouterr().out)
+
+
+def test_q2_right_answers_pass(capsys):
+    for answer in (
+        lambda a, b: np.array([(a - b).mean(), (a - b).std(ddof=1)]),
+        lambda a, b: (statistics.mean(a - b), statistics.stdev(a - b)),
+        lambda a, b: np.array([a.mean() - b.mean(), np.sqrt(a.var(ddof=1) + b.var(ddof=1) - 2 * np.cov(a, b)[0, 1])]),
+    ):
+        assert EX.q2.check(answer), capsys.readouterr().out

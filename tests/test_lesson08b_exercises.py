@@ -20,20 +20,49 @@ def rejected(ex, answer, capsys) -> str:
 # --- q1 ----------------------------------------------------------------------------------
 
 
-def test_q1_reference_is_the_square_root_of_c():
-    assert EX.q1.reference == pytest.approx((1 / 16) ** 0.5)
+def test_q1_reference_is_the_epsilon_that_makes_adam_on_w_exactly_g_times_adam_on_v():
+    """Adam on W = g V with the gradients divided by g, the learning rate times g and epsilon times the reference,
+    stays exactly g times Adam on V; any other factor on epsilon does not, where epsilon matters."""
+    from course_utils.training import adam_steps
+
+    gen = np.random.default_rng(0)
+    v0, grads, g, lr = gen.normal(size=6), gen.normal(size=(50, 6)) * np.logspace(-9, 1, 6), 0.25, 6e-3
+    v_path = adam_steps(v0, grads, lr=lr)
+    w_path = lambda factor: adam_steps(g * v0, grads / g, lr=lr * g, eps=1e-8 * factor)  # noqa: E731
+    np.testing.assert_allclose(w_path(EX.q1.reference), g * v_path, rtol=1e-15, atol=0)
+    for factor in (1.0, 0.25, 16.0, 2.0):
+        assert np.abs(w_path(factor) - g * v_path).max() > 1e-6, factor
 
 
-@pytest.mark.parametrize("power", [-1.0, -0.5, -0.25, 0.0, 0.125, 0.375, 0.5, 0.75, 1.0])
-def test_q1_every_other_power_of_d_k_is_rejected(power, capsys):
-    out = rejected(EX.q1, 256.0**-power, capsys)  # the answer is 256 ** -0.25
-    assert "✗" in out
+@pytest.mark.parametrize("answer", [4, 4.0, "4", np.float64(4), torch.tensor(4.0), 4.0005])
+def test_q1_the_answer_passes_however_it_is_written(answer, capsys):
+    assert EX.q1.check(answer), capsys.readouterr().out
+
+
+@pytest.mark.parametrize("answer", [1, 0.25, 16, 1 / 16, 0, 2])
+def test_q1_each_likely_wrong_factor_is_named_with_a_next_step(answer, capsys):
+    verdict = EX.q1.check(answer)
+    assert not verdict and verdict.mistake is not None
+    assert "`" in verdict.next_step
+    capsys.readouterr()
 
 
 def test_q1_no_next_step_gives_the_answer():
     for label in EX.q1.wrong_answers:
-        step = EX.q1.next_steps[label]
-        assert "1/4" not in step and "0.25" not in step, label
+        step = EX.q1.next_steps[label].replace(" ", "")
+        assert "eps_W=4" not in step and "4*eps`" not in step and "4ε" not in step, label
+
+
+def test_q1_is_a_prediction_lesson_08_does_not_print():
+    """Lesson 08 prints (d)'s learning-rate factor, 0.25, and never an epsilon factor: the question is new."""
+    import json
+    import re
+    from pathlib import Path
+
+    notebook = json.loads((Path(__file__).parents[1] / "notebooks" / "08_scale_in_training.ipynb").read_text())
+    cells = [json.dumps(cell, ensure_ascii=False) for cell in notebook["cells"]]  # source and outputs
+    assert any("lr × 0.25" in cell for cell in cells) and EX.q1.reference != 0.25
+    assert not [cell for cell in cells if "adam" in cell.lower() and re.search(r"epsilon|\beps\b|ε", cell)]
 
 
 # --- q2 ----------------------------------------------------------------------------------
@@ -136,3 +165,67 @@ def test_q2_a_float32_answer_is_rejected_and_named_with_its_next_step(capsys):
     for eps in (1e-6, 1e-4):  # an epsilon moves the scores about as much, and is named as itself
         message = ex.evaluate(ex.variants[f"an epsilon of {eps:g} inside the square root"]).message
         assert "float32" not in message and f"You added {eps:g} inside the square root" in message
+
+
+# --- q2: the epsilons learners bring from libraries are named, not blamed on float32 -----------------
+
+
+def _rms_norm_scores(eps):
+    """QK-norm scores through torch's own `F.rms_norm`, in float64, with the given epsilon."""
+    def answer(q, k):
+        q, k = torch.from_numpy(q), torch.from_numpy(k)
+        d = q.shape[-1]
+        rms = lambda x: torch.nn.functional.rms_norm(x, (d,), eps=eps)  # noqa: E731
+        return rms(q) @ rms(k).transpose(-1, -2) / d**0.5
+
+    return answer
+
+
+def _numpy_scores(eps, outside=False):
+    def answer(q, k):
+        def norm(x):
+            mean_square = (x * x).mean(axis=-1, keepdims=True)
+            return x / (np.sqrt(mean_square) + eps) if outside else x / np.sqrt(mean_square + eps)
+
+        return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
+
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "eps", "where"),
+    [(_rms_norm_scores(1e-5), "1e-05", "inside the square root"), (_rms_norm_scores(1e-7), "1e-07", "inside the square root"),
+     (_numpy_scores(1e-8), "1e-08", "inside the square root"), (_numpy_scores(1e-9), "1e-09", "inside the square root"),
+     (_numpy_scores(1e-6, outside=True), "1e-06", "added to the RMS")],
+    ids=["F.rms_norm 1e-5", "F.rms_norm 1e-7", "numpy 1e-8", "numpy 1e-9", "numpy 1e-6 outside"],
+)
+def test_q2_a_library_epsilon_is_named_with_its_value_and_not_blamed_on_float32(answer, eps, where, capsys):
+    verdict = EX.q2.check(answer)
+    out = rejected_text(capsys)
+    assert not verdict
+    assert f"an epsilon of {eps} {where}" in out and "float32" not in out
+    assert f"`+ {eps}`" in verdict.next_step
+
+
+def rejected_text(capsys) -> str:
+    return _unwrapped(capsys.readouterr().out)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [_rms_norm_scores(None), _rms_norm_scores(1e-12), _numpy_scores(1e-12), _numpy_scores(1e-9, outside=True),
+     lambda q, k: np.sqrt(q.shape[-1]) * (q / np.linalg.norm(q, axis=-1, keepdims=True)) @ np.swapaxes(k / np.linalg.norm(k, axis=-1, keepdims=True), -1, -2)],
+    ids=["F.rms_norm eps=None", "F.rms_norm 1e-12", "numpy 1e-12", "1e-9 added to the RMS", "sqrt(d) cosine"],
+)
+def test_q2_right_answers_and_negligible_epsilons_pass(answer, capsys):
+    assert EX.q2.check(answer), capsys.readouterr().out
+
+
+def test_q2_normalizing_the_keys_only_is_named_as_lesson_08s_arm_g(capsys):
+    def keys_only(q, k):
+        k_hat = k / np.sqrt((k * k).mean(axis=-1, keepdims=True))
+        return q @ np.swapaxes(k_hat, -1, -2) / np.sqrt(q.shape[-1])
+
+    verdict = EX.q2.check(keys_only)
+    assert not verdict and "normalizing k only (arm (g)" in rejected_text(capsys)
+    assert "`q_hat = q / np.sqrt((q * q).mean(axis=-1, keepdims=True))`" in verdict.next_step

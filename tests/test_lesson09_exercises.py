@@ -185,3 +185,31 @@ def test_float32_answers_are_told_to_compute_in_float64(q, capsys):
     ex = getattr(EX, q)
     assert not ex.check(lambda x, s: ex.reference(np.asarray(x, np.float32), np.float32(s)).astype(np.float64))
     assert "float32" in _unwrapped(capsys.readouterr().out)
+
+
+# --- q2: the right numbers in the wrong layout --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "named", "step"),
+    [
+        ([[8, 2048], [0.9412, 0.9998]], "transposed", "`np.transpose`"),
+        ([[2048, 0.9998], [8, 0.9412]], "the rows are swapped", "`your_answer[::-1]`"),
+        ([[0.9412, 8], [0.9998, 2048]], "the columns are swapped", "`np.fliplr(your_answer)`"),
+    ],
+    ids=["transposed", "rows swapped", "columns swapped"],
+)
+def test_q2_the_right_numbers_in_the_wrong_layout_are_named_with_the_layout(answer, named, step, capsys):
+    verdict = EX.q2.check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict and named in out and "max abs diff" not in out
+    assert step in verdict.next_step
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [[[8, 0.9412], [2048, 0.9998]], [[8, 16 / 17], [2048, 4096 / 4097]], np.array([[8.0, 0.9411], [2048.0, 0.9997]])],
+    ids=["4 decimals", "fractions", "truncated ndarray"],
+)
+def test_q2_right_answers_pass(answer, capsys):
+    assert EX.q2.check(answer), capsys.readouterr().out

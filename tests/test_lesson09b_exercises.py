@@ -130,3 +130,29 @@ def test_float32_answers_are_told_to_compute_in_float64(capsys):
     for ex in (EX.q1, EX.q2):
         assert not ex.check(lambda x, s, ex=ex: ex.reference(np.asarray(x, np.float32), np.float32(s)).astype(np.float64))
         assert "float32" in _unwrapped(capsys.readouterr().out)
+
+
+# --- q1: n from the whole batch, and the wrong logarithm ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("answer", "named", "step"),
+    [
+        (lambda x, s: softmax(x * (s * np.log(x.size)), axis=-1), "n = x.size", "`n = x.shape[-1]`"),
+        (lambda x, s: softmax(x * (s * np.log10(x.shape[-1])), axis=-1), "log base 10", "`np.log(n)`"),
+    ],
+    ids=["x.size", "log10"],
+)
+def test_q1_a_wrong_n_or_log_is_named_with_its_next_step(answer, named, step, capsys):
+    verdict = EX.q1.check(answer)
+    assert not verdict and named in _unwrapped(capsys.readouterr().out)
+    assert step in verdict.next_step
+
+
+def test_q1_right_answers_pass(capsys):
+    for answer in (
+        lambda x, s: softmax(x * (s * np.log(x.shape[-1])), axis=-1),
+        lambda x, s: torch.softmax(torch.from_numpy(x) * (s * math.log(x.shape[-1])), dim=-1),
+        lambda x, s: softmax(x * (s * np.log1p(x.shape[-1] - 1)), axis=-1),
+    ):
+        assert EX.q1.check(answer), capsys.readouterr().out

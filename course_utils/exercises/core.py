@@ -16,10 +16,20 @@ sentence about it, not a traceback from ``course_utils``.
 from __future__ import annotations
 
 import copy
+import functools
+import inspect
 import json
+import linecache
+import os
 import re
+import signal
+import sys
 import textwrap
+import threading
+import time
+import traceback
 import tracemalloc
+from contextlib import contextmanager
 from fractions import Fraction
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal, Mapping, Sequence
@@ -68,6 +78,9 @@ class Verdict:
     mistake: str | None = None
     #: What to change next for that mistake: the first thing ``hint()`` says after this verdict.
     next_step: str | None = None
+    #: For a slip (no ``return``, an exception, a wrong shape ...), the steps after `next_step`: the hints
+    #: then stay on the slip instead of going on to the exercise's own hints, which would be about other things.
+    more_steps: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -262,11 +275,233 @@ class _NotAttempted(Exception):
 
 
 class _Failed(Exception):
-    """The learner's answer failed; the message says how, and `mistake` names a failed property's label."""
+    """The learner's answer failed; the message says how, and `mistake` names a failed property's label.
 
-    def __init__(self, message: str, mistake: str | None = None) -> None:
+    A `slip` (no ``return``, an exception, a wrong shape ...) stops the diagnosis: no known mistake is named
+    after one, since the answer's numbers say nothing about the formula. `steps` are the slip's hints.
+    """
+
+    def __init__(self, message: str, mistake: str | None = None, *, slip: bool = False,
+                 steps: Sequence[str] = ()) -> None:
         super().__init__(message)
         self.mistake = mistake
+        self.slip = slip
+        self.steps = tuple(steps)
+
+
+class _TooSlow(BaseException):
+    """Raised inside the learner's function when it runs past the check's time limit.
+
+    A BaseException, so that a learner's ``except Exception`` does not swallow it.
+    """
+
+
+#: Seconds one check may spend in the learner's code, all calls together; past it the call is stopped.
+TIME_LIMIT = 10.0
+
+_budget: list[float] = []  # seconds left to the learner's code in the check under way (innermost last)
+_timing: list[bool] = []  # whether a timed call is under way (a call made from inside one shares its timer)
+
+
+@contextmanager
+def _learner_budget(seconds: float | None = None):
+    """Give the learner's calls made inside this block `seconds` in all (one check; :data:`TIME_LIMIT` by default)."""
+    _budget.append(TIME_LIMIT if seconds is None else seconds)
+    try:
+        yield
+    finally:
+        _budget.pop()
+
+
+@contextmanager
+def _time_limit():
+    """Stop the learner's code (with :class:`_TooSlow`) once the check's budget is spent, where signals allow.
+
+    Uses SIGALRM, so only in the main thread of a Unix process (a Jupyter kernel runs cells there); elsewhere
+    the code runs unlimited. Only the time inside this block counts against the budget, never the checker's own.
+    """
+    usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    if not usable or _timing:
+        yield
+        return
+
+    def stop(signum: int, frame: Any) -> None:
+        raise _TooSlow
+
+    left = _budget[-1] if _budget else TIME_LIMIT
+    start = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, stop)
+    _timing.append(True)
+    signal.setitimer(signal.ITIMER_REAL, max(left, 1e-3))
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        _timing.pop()
+        if _budget:
+            _budget[-1] -= time.monotonic() - start
+
+
+_LIBRARIES = ("course_utils", "numpy", "torch", "scipy", "entmax", "site-packages", "dist-packages")
+
+
+def _where_raised(exc: BaseException) -> str:
+    """Where in the learner's code `exc` was raised: ", at line 3: `return y / s`", or "" if not found.
+
+    The last frame of the traceback outside the libraries is the learner's line (in a notebook, a line of
+    the cell that defined the function).
+    """
+    frames = [f for f in traceback.extract_tb(exc.__traceback__)
+              if not any(part in f.filename.replace("\\", "/") for part in _LIBRARIES)]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    text = (frame.line or "").strip()
+    return f", at line {frame.lineno} of your code" + (f": `{text}`" if text else "")
+
+
+def _parameter_name(function: Callable[..., Any], position: int) -> str:
+    """The name the learner gave the parameter at `position` ("K"), or "input number 2" if it has none."""
+    try:
+        names = [p.name for p in inspect.signature(function).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    except (TypeError, ValueError):
+        names = []
+    return f"`{names[position]}`" if position < len(names) else f"input number {position + 1}"
+
+
+_LIBRARY_DIRS = (os.path.dirname(np.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _learner_line() -> str | None:
+    """The line of the learner's code running now: the innermost frame outside NumPy, PyTorch, installed
+    packages and this package; None where its source is not known (code made by `exec`)."""
+    torch = sys.modules.get("torch")
+    skip = _LIBRARY_DIRS + ((os.path.dirname(torch.__file__),) if torch is not None else ())
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if not path.startswith(skip) and "site-packages" not in path and "dist-packages" not in path:
+            return linecache.getline(frame.f_code.co_filename, frame.f_lineno, frame.f_globals).strip() or None
+        frame = frame.f_back
+    return None
+
+
+@contextmanager
+def _conversions_keep(kind: type, seen: Callable[[Any], None] | None = None):
+    """While the block runs, `np.asarray`, `np.asanyarray`, `np.array` and `np.ascontiguousarray` keep a watched array.
+
+    A plain copy of a watched array (of `kind`, which has a ``_kept(dtype, copy)`` method) would hide every
+    read made from it after the conversion, so an answer that starts with ``k = np.asarray(k)`` could not be
+    followed. `seen`, if given, is shown every array these functions make from anything else.
+    """
+    names = ("asarray", "asanyarray", "array", "ascontiguousarray")
+    saved = {name: getattr(np, name) for name in names}
+
+    def keeping(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def convert(a: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+            if isinstance(a, kind):
+                return a._kept(dtype, copy=name == "array" and kwargs.get("copy", True))
+            result = original(a, dtype, *args, **kwargs)
+            if seen is not None:
+                seen(result)
+            return result
+
+        return convert
+
+    for name, original in saved.items():
+        setattr(np, name, keeping(name, original))
+    try:
+        yield
+    finally:
+        for name, original in saved.items():
+            setattr(np, name, original)
+
+
+def _slip_steps(label: str, **details: str) -> tuple[str, ...]:
+    """The hints for the slip `label`, in order, filled in with `details`."""
+    return tuple(step.format(**details) for step in SLIPS[label])
+
+
+#: The slips a checker names before anything else, each with its hints: what to change, then how to see it.
+#: They are about the slip only: after one, the exercise's own hints would be about other mistakes.
+SLIPS: dict[str, tuple[str, ...]] = {
+    "returning None": (
+        "Put `return` before the value your function computes last (for example `return y`, not `y` or "
+        "`print(y)` alone): a function without `return` gives None, and `print` only shows the value.",
+        "In a cell of its own run `out = your_function(...)` on the input above and then `print(type(out))`: it "
+        "must print a NumPy array's type, not `<class 'NoneType'>`. Then check again.",
+    ),
+    "raising an exception": (
+        "Run your function on that input in a cell of its own: the traceback ends at the line that failed. "
+        "{advice}",
+        "Print the `type()` and `np.shape()` of every value on that line just before it runs; the one that is "
+        "not what you expect is the one to fix. Then check again.",
+    ),
+    "changing an input in place": (
+        "Find the line that writes into {name} (`{bare} -= ...`, `{bare} /= ...`, `np.exp({bare}, out={bare})`, "
+        "`{bare}.sort()`, `{bare}[...] = ...`) and give its result a new name instead: `y = {bare} - m` leaves "
+        "{name} as the caller passed it.",
+        "Check it: `before = x.copy()`, call your function on `x`, then `np.array_equal(x, before)` must be True. "
+        "Then check again.",
+    ),
+    "returning the wrong shape": (
+        "Print `result.shape` at the end of your function: it must be {expected}. A reduction without "
+        "`keepdims=True`, an extra or a lost axis (`[None]`, `.squeeze()`, `.ravel()`) or a slice changes it.",
+        "Print the shape after every line, on that input: the first line whose shape differs from what you "
+        "intend is the one to change. Then check again.",
+    ),
+    "returning the transpose": (
+        "Your numbers are right, but rows and columns are swapped: remove the last `.T` (or `.transpose()`, "
+        "`swapaxes`), or swap the order of the matrix product's factors back.",
+        "Print `result.shape` beside the expected {expected}: they must match before the values are compared. "
+        "Then check again.",
+    ),
+    "returning low-precision numbers": (
+        "Print `.dtype` after each line of your function: the first line that shows {dtype} is the one to "
+        "change (drop its `astype`, `dtype=`, `.float()` or `.half()`), so the result keeps float64's digits.",
+        "{dtype} keeps about {digits} significant digits, float64 about 16; this check needs more than {dtype} "
+        "has. Then check again.",
+    ),
+    "returning numbers instead of a bool mask": (
+        "Build the mask from comparisons and logic (`a < b`, `&`, `|`, `~`), which give bool, or end with "
+        "`.astype(bool)`: a float mask of 1s and 0s means something else to PyTorch, numbers added to the scores.",
+        "Print `result.dtype`: it must be `bool`. Then check again.",
+    ),
+    "returning something that is not numbers": (
+        "Return the array itself (`return y`): not a string, a tuple of several things, a generator or an "
+        "object. Print `type(result)` to see what your function gives.",
+        "If you return several values, return only the one the exercise asks for. Then check again.",
+    ),
+    "taking too long": (
+        "A check calls your function on a few small inputs, which takes well under a second: look for a "
+        "loop that does not end (a `while` whose condition never changes) or that runs far more steps than "
+        "the input has entries.",
+        "Print the loop variable inside the loop on the first input, for a few steps: if it does not approach "
+        "the end, fix its update. Then check again.",
+    ),
+    "rounding the result": (
+        "Remove the rounding on your return line (`np.round(..., {digits})`, `round()` or a format string): "
+        "return the array exactly as computed, every digit, and round only what you print.",
+        "Compare `result` and the unrounded value with `np.set_printoptions(precision=17)`: they must be "
+        "equal. Then check again.",
+    ),
+}
+
+#: What each kind of exception usually means, as the first step's second sentence.
+_EXCEPTION_ADVICE = {
+    "NameError": "A NameError is a name used before it is defined in your function: a typo, or a variable "
+                 "from another cell; define it inside the function or fix its spelling.",
+    "TypeError": "A TypeError is an operation given the wrong kind of value (a list where an array is needed, "
+                 "a function called with the wrong number of arguments, text added to numbers).",
+    "ValueError": "A ValueError is a value of the right kind but the wrong size or content, often arrays whose "
+                  "shapes do not match.",
+    "IndexError": "An IndexError is an index past the end of an axis: compare the index with `.shape`.",
+    "AttributeError": "An AttributeError is a method the value does not have, such as a NumPy method called "
+                      "on a list or a torch tensor.",
+}
 
 
 @dataclass
@@ -277,6 +512,10 @@ class Run:
     case: Case
     output: np.ndarray
     expected: np.ndarray
+    #: The dtype the learner's function returned ("float32", "bool"), before it was read as float64 numbers.
+    dtype: str | None = None
+    #: The exercise's reference, for properties that compare with it on other inputs.
+    reference: Callable[..., Any] | None = None
 
     def call(self, *args: Any, **kwargs: Any) -> np.ndarray:
         """Call the learner's function on other inputs, safely (used by properties)."""
@@ -308,6 +547,12 @@ def shift_invariant(run: Run) -> str | None:
     shifted = run.call(np.asarray(run.case.args[0]) + 100.0, *run.case.args[1:], **run.case.kwargs)
     # atol 1e-6 lets float32 answers through; a function that is not shift-invariant misses by far more.
     if shifted.shape != run.output.shape or not np.allclose(shifted, run.output, atol=1e-6, equal_nan=False):
+        change = _max_diff(shifted, run.output) if shifted.shape == run.output.shape else np.inf
+        if change <= 1e-3:  # a rounding error: float64 changes by 1e-14 at 100, float32 by its spacing there
+            spacing = float(np.spacing(np.float32(100.0)))
+            return (f"changes by {change:.1g} when 100 is added to every score: a rounding error, far above "
+                    f"float64's (about 1e-14 there) and near float32's spacing at 100 ({spacing:.1g}), so some "
+                    "step computes in lower precision, such as float32")
         return "is not shift-invariant: adding 100 to every score changed the result"
     return None
 
@@ -329,13 +574,58 @@ def float32_rounding(advice: str = "compute in float64 (the inputs are float64; 
         # mistake, such as a tiny added constant), one beyond 1e-4 is wrong for another reason.
         if np.allclose(out, expected, rtol=exact[0], atol=exact[1]) or not np.allclose(out, expected, rtol=1e-4, atol=1e-6):
             return None
+        # Named only where the values are float32 values: a float64 result slightly off for another reason (an
+        # epsilon, too few iterations, a rounding) is left to the checker's "off by ..." message.
+        if not (float32_values(out) or _reads_float32_inputs(run)):
+            return None
         return f"agrees with the reference only to about 1e-7, the rounding of float32: {advice}"
 
     property_.next_step = (  # type: ignore[attr-defined]
         "Print `result.dtype` after each line of your function: the first line that shows float32 is the one "
         "to change (drop its `astype`, `dtype=` or `torch.float32`)."
     )
+    property_.precise = True  # type: ignore[attr-defined]
     return property_
+
+
+def _reads_float32_inputs(run: Run) -> bool:
+    """Whether the learner's function rounds its inputs to float32: it gives the very same result on inputs
+    rounded to float32 beforehand, where the reference's result changes."""
+    rounded = _map_float_inputs(run.case, lambda a: a.astype(np.float32).astype(np.float64))
+    changed = [not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
+               for a, b in zip((*run.case.args, *run.case.kwargs.values()), (*rounded.args, *rounded.kwargs.values()))
+               if isinstance(a, (np.ndarray, float))]
+    if not any(changed):  # inputs that float32 holds exactly: the test cannot tell
+        return False
+    try:
+        again = _call_safely(run.function, rounded)
+    except (_Failed, _NotAttempted):
+        return False
+    if again.shape != run.output.shape or not np.array_equal(again, run.output, equal_nan=True):
+        return False
+    # ... and the reference's result moves with the rounding (a uniform row, say, does not: no evidence then)
+    reference = np.asarray(run.expected)
+    if run.reference is None:
+        return False
+    with np.errstate(all="ignore"):
+        moved = np.asarray(run.reference(*copy.deepcopy(rounded.args), **copy.deepcopy(dict(rounded.kwargs))), dtype=np.float64)
+    return not np.array_equal(reference, moved, equal_nan=True)
+
+
+def float32_values(values: np.ndarray) -> bool:
+    """Whether every finite entry of `values` is a float32 number: what a float32 step leaves, read as float64.
+
+    Examples
+    --------
+    >>> float32_values(np.float32([0.1, 2 / 3]).astype(np.float64))
+    True
+    >>> float32_values(np.array([0.1, 2 / 3]))
+    False
+    """
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    with np.errstate(over="ignore"):
+        return bool(finite.size) and bool(np.all(finite.astype(np.float32).astype(np.float64) == finite))
 
 
 #: What to change when a property fails and no known mistake explains the answer: the step beyond the
@@ -349,8 +639,9 @@ non_negative.next_step = (  # type: ignore[attr-defined]
     "subtraction after `np.exp`, or a division of raw scores `x / x.sum()`) is the one to change."
 )
 shift_invariant.next_step = (  # type: ignore[attr-defined]
-    "Run `f(x)` and `f(x + 100)` side by side, printing each intermediate: the first one that differs by more "
-    "than one constant per row marks the line that uses a fixed number (a clip, `x / x.sum()`, a constant shift)."
+    "Run `f(x)` and `f(x + 100)` side by side, printing each intermediate and its `.dtype`: the first one that "
+    "differs by more than one constant per row marks the line, one that uses a fixed number (a clip, "
+    "`x / x.sum()`, a constant shift) where the change is large, or a float32 step where it is about 1e-5."
 )
 
 
@@ -370,9 +661,9 @@ def peak_memory(function: Callable[..., Any], *args: Any) -> int | None:
     tracemalloc.reset_peak()
     base = tracemalloc.get_traced_memory()[0]
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _time_limit():
             function(*copy.deepcopy(args))
-    except Exception:  # reported by the checker's own call
+    except (Exception, _TooSlow):  # reported by the checker's own call
         return None
     finally:
         peak = tracemalloc.get_traced_memory()[1] - base
@@ -386,8 +677,14 @@ def _as_numbers(value: Any, what: str, *, allow_text: bool = False) -> np.ndarra
 
     With `allow_text`, a single number written as text, "3/16" or "0.1875", is accepted too.
     """
-    if type(value).__module__.startswith("torch"):
-        value = value.detach().cpu().numpy()
+    if isinstance(value, tuple) and len(value) > 1 and any(
+            type(v).__module__.startswith("torch") or (isinstance(v, np.ndarray) and v.ndim) for v in value):
+        # several arrays or tensors, e.g. nn.MultiheadAttention's (output, weights); a pair of numbers is an answer
+        kinds = ", ".join(type(v).__name__ for v in value[:3]) + (", ..." if len(value) > 3 else "")
+        raise _Failed(f"{what} a tuple of {len(value)} values ({kinds}): return only the one asked for")
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        value = value.detach().cpu()
+        value = (value.float() if str(value.dtype) == "torch.bfloat16" else value).numpy()
     if allow_text and isinstance(value, str):
         try:
             value = float(Fraction(value.strip()))
@@ -395,34 +692,66 @@ def _as_numbers(value: Any, what: str, *, allow_text: bool = False) -> np.ndarra
             raise _Failed(f"{what} the text {value!r:.60}, not a number") from None
     try:
         arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RuntimeError):  # RuntimeError: torch, e.g. a list of tensors that need grad
         raise _Failed(f"{what} a {type(value).__name__}, not numbers: {value!r:.60}") from None
     return arr
 
 
-def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
-    """Call `function` on copies of the case's inputs and return its output as floats."""
+def _dtype_name(value: Any) -> str | None:
+    """The dtype of an array or tensor as a NumPy-style name ("float32", "bfloat16", "bool"); None for lists and numbers."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return None
+    return str(dtype).replace("torch.", "")
+
+
+def _call(function: Callable[..., Any], case: Case) -> tuple[np.ndarray, str | None]:
+    """Call `function` on copies of the case's inputs; return its output as float64 numbers, and its own dtype.
+
+    Raises :class:`_NotAttempted` for the starter, and :class:`_Failed` naming the slip for a function that
+    raises, runs past :data:`TIME_LIMIT`, changes an input, returns None or returns something not numbers.
+    """
     args, kwargs = copy.deepcopy(case.args), copy.deepcopy(dict(case.kwargs))
     try:
         # Overflow warnings would only repeat what the feedback says about nan/inf.
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), _time_limit():
             out = function(*args, **kwargs)
     except NotImplementedError:
         raise _NotAttempted from None
+    except _TooSlow:
+        raise _Failed(f"your function ran for more than {TIME_LIMIT:g} s on input {case.describe()} and was "
+                      "stopped", "taking too long", slip=True, steps=_slip_steps("taking too long")) from None
     except Exception as exc:  # the learner's bug, reported as feedback
-        raise _Failed(f"your function raised {type(exc).__name__}: {exc} on input {case.describe()}") from None
-    for before, after in zip(case.args, args):
+        name = type(exc).__name__
+        advice = _EXCEPTION_ADVICE.get(name, "The last line of the traceback names the error.")
+        raise _Failed(f"your function raised {name}: {exc}{_where_raised(exc)}, on input {case.describe()}",
+                      "raising an exception", slip=True,
+                      steps=_slip_steps("raising an exception", advice=advice)) from None
+    for position, (before, after) in enumerate(zip(case.args, args)):
         if isinstance(before, np.ndarray) and not np.array_equal(before, after, equal_nan=True):
+            name = _parameter_name(function, position)
             raise _Failed(
-                f"your function changed its input in place on {case.describe()}; "
-                "compute into a new array (e.g. `y = x / s` rather than `x /= s`)"
-            )
+                f"your function changed its input {name} in place on {case.describe()}; "
+                "compute into a new array (e.g. `y = x / s` rather than `x /= s`)", "changing an input in place",
+                slip=True, steps=_slip_steps("changing an input in place", name=name, bare=name.strip("`")
+                                             if name.startswith("`") else "x"))
     if out is None:
-        raise _Failed(f"your function returned None on input {case.describe()}: did you forget `return`?")
+        raise _Failed(f"your function returned None on input {case.describe()}: did you forget `return` (or "
+                      "`print` the result instead of returning it)?", "returning None", slip=True,
+                      steps=_slip_steps("returning None"))
+    dtype = _dtype_name(out)
+    if dtype == "bfloat16":  # NumPy has no bfloat16: compare its values in float32, which holds them exactly
+        out = out.float()
     try:
-        return _as_numbers(out, "your function returned")
+        return _as_numbers(out, "your function returned"), dtype
     except _Failed as failed:  # described only now: rendering every input costs more than the check
-        raise _Failed(f"on input {case.describe()} {failed}") from None
+        raise _Failed(f"on input {case.describe()} {failed}", "returning something that is not numbers",
+                      slip=True, steps=_slip_steps("returning something that is not numbers")) from None
+
+
+def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
+    """Call `function` on copies of the case's inputs and return its output as floats (see :func:`_call`)."""
+    return _call(function, case)[0]
 
 
 def _distinct_renderings(out: np.ndarray, expected: np.ndarray) -> tuple[str, str]:
@@ -472,8 +801,8 @@ def _perturbed_entry(out: np.ndarray, index: int, rtol: float, atol: float) -> n
 def generic_variants(exercise: "FunctionExercise") -> dict[str, Callable[..., Any]]:
     """Wrong answers built from any function exercise's reference.
 
-    They stand for mistakes of every kind of exercise: rounding, computing in
-    half precision, clipping the inputs, one wrong entry at either end. The
+    They stand for mistakes of every kind of exercise: the wrong axis, rounding,
+    computing in half precision, clipping the inputs, one wrong entry at either end. The
     course's tests require the checker to reject each one that differs from
     the reference by more than the tolerance on some case or probe.
     """
@@ -495,7 +824,15 @@ def generic_variants(exercise: "FunctionExercise") -> dict[str, Callable[..., An
     def last_wrong(*args: Any, **kwargs: Any) -> np.ndarray:
         return _perturbed_entry(np.asarray(ref(*args, **kwargs), dtype=np.float64), -1, rtol, atol)
 
+    def other_axis(*args: Any, **kwargs: Any) -> np.ndarray:
+        first = args[0] if args else None
+        if not (isinstance(first, np.ndarray) and first.ndim >= 2):  # one row: no other axis to take
+            return np.asarray(ref(*args, **kwargs), dtype=np.float64)
+        out = np.asarray(ref(first.swapaxes(-1, -2), *args[1:], **kwargs), dtype=np.float64)
+        return out.swapaxes(-1, -2)
+
     return {
+        "working along the wrong axis (the second-to-last instead of the last)": other_axis,
         "rounding the result to 4 decimals": rounded,
         "computing in float16": on(lambda a: a.astype(np.float16)),
         "clipping every input to [-50, 50]": on(lambda a: np.clip(a, -50.0, 50.0)),
@@ -507,6 +844,10 @@ def generic_variants(exercise: "FunctionExercise") -> dict[str, Callable[..., An
 def generic_next_steps() -> dict[str, str]:
     """What to change next for each wrong answer of :func:`generic_variants`, by its label."""
     return {
+        "working along the wrong axis (the second-to-last instead of the last)": (
+            "Give every reduction the last axis, `axis=-1, keepdims=True` (in `max`, `sum`, `mean`, `sort`): each "
+            "row, along the last axis, is one set of scores. Without `axis`, or with `axis=0`, it runs down the columns."
+        ),
         "rounding the result to 4 decimals": (
             "Remove the `np.round(..., 4)` (or `round()`, or a format string) on your return line: return the "
             "array exactly as computed, every digit, and round only what you print."
@@ -535,6 +876,7 @@ def generic_next_steps() -> dict[str, str]:
 ROW_SHIFTS: dict[str, tuple[Callable[[np.ndarray], Any], str]] = {
     "the row mean": (lambda z: np.mean(z, axis=-1, keepdims=True), "[2000, 0]"),
     "the row median": (lambda z: np.median(z, axis=-1, keepdims=True), "[0, 1000, 2000]"),
+    "the second-largest score": (lambda z: np.sort(z, axis=-1)[..., -2:-1], "[0, 1000, 2000]"),
     "the row's first entry": (lambda z: z[..., :1], "[0, 2000]"),
     "the row minimum": (lambda z: np.min(z, axis=-1, keepdims=True), "[2000, 0]"),
     "one maximum for the whole batch": (lambda z: np.max(z), "[[1000, 999], [0, -1]]"),
@@ -559,9 +901,16 @@ def shift_variants(make: Callable[[Callable[[np.ndarray], Any]], Callable[..., A
     return {_shift_label(name): make(shift) for name, (shift, _) in ROW_SHIFTS.items()}
 
 
+#: Rows on which shifts that fail on the same examples part ways: the median overflows on the first and the
+#: second-largest score does not; the minimum overflows on the second and the second-largest score does not.
+SHIFT_PROBES = ("[0, 0, 0, 800, 1000]", "[0, 1900, 2000]")
+
+
 def shift_examples() -> list[np.ndarray]:
-    """The distinct inputs of :data:`ROW_SHIFTS`, as float64 arrays: probes for any checker of the shift family."""
-    return [np.array(json.loads(example), dtype=np.float64) for example in sorted({ex for _, ex in ROW_SHIFTS.values()})]
+    """The distinct inputs of :data:`ROW_SHIFTS` and :data:`SHIFT_PROBES`, as float64 arrays: probes for any
+    checker of the shift family."""
+    examples = sorted({ex for _, ex in ROW_SHIFTS.values()} | set(SHIFT_PROBES))
+    return [np.array(json.loads(example), dtype=np.float64) for example in examples]
 
 
 def clip_variants(make: Callable[[Callable[[np.ndarray], np.ndarray]], Callable[..., Any]],
@@ -579,19 +928,42 @@ def shift_and_clip_advice(limits: Sequence[float] = CLIP_LIMITS) -> dict[str, st
         )
         for name, (_, example) in ROW_SHIFTS.items()
     }
+    top = _clip_example(limits)
     for c in limits:
-        top = max(5000.0, 2 * c)  # two scores beyond the limit, 5 apart: any clip there ties them
         advice[f"clipping the scores to [-{c:g}, {c:g}]"] = (
-            "You clipped the scores (at this limit or another). Clipping changes the gaps between scores "
-            f"beyond the limit (try [{top:g}, {top - 5:g}]): subtract each row's maximum instead, which changes no gap."
+            "You clipped the scores at a fixed limit. Clipping changes the gaps between scores beyond the limit "
+            f"(try [{top:g}, {top - 5:g}]): subtract each row's maximum instead, which changes no gap."
         )
     return advice
+
+
+def _clip_example(limits: Sequence[float]) -> float:
+    """The larger of two scores, 5 apart, beyond every limit in `limits`: any clip there ties them."""
+    return max(20000.0, 2 * max(limits))
+
+
+def mistake_name(label: str) -> str:
+    """How feedback names the known mistake `label`: the label, except for a clip, whose limit is not named.
+
+    An answer clipped at 80 gives what one clipped at 88 gives on most inputs, so "clipping the scores to
+    [-88, 88]" would name a limit the learner may not have used.
+
+    Examples
+    --------
+    >>> mistake_name("clipping the scores to [-50, 50]")
+    'clipping the scores at a fixed limit'
+    >>> mistake_name("shifting by the row mean instead of each row's own maximum")
+    "shifting by the row mean instead of each row's own maximum"
+    """
+    clip = re.fullmatch(r"clipping (the scores|every input) to \[-\S+, \S+\]", label)
+    return f"clipping {'the scores' if clip.group(1) == 'the scores' else 'the inputs'} at a fixed limit" if clip else label
 
 
 #: The code a learner who shifts by each entry of :data:`ROW_SHIFTS` most likely wrote.
 _SHIFT_CODE = {
     "the row mean": "`x.mean(axis=-1, keepdims=True)`",
     "the row median": "`np.median(x, axis=-1, keepdims=True)`",
+    "the second-largest score": "`np.sort(x, axis=-1)[..., -2:-1]`",
     "the row's first entry": "`x[..., :1]` (or `x[0]`)",
     "the row minimum": "`x.min(axis=-1, keepdims=True)`",
     "one maximum for the whole batch": "`x.max()` (no axis)",
@@ -621,10 +993,10 @@ def shift_and_clip_next_steps(limits: Sequence[float] = CLIP_LIMITS, scores: str
                  if name.startswith("nothing") else f"Where you subtract {code}, subtract {row_max} instead")
         steps[_shift_label(name)] = f"{where}, then print `np.exp(...)` of it on {example}: no entry may be inf, nor every entry 0."
     split = 1 / (1 + np.exp(-5.0))
+    top = _clip_example(limits)
     for c in limits:
-        top = max(5000.0, 2 * c)
         steps[f"clipping the scores to [-{c:g}, {c:g}]"] = (
-            f"Delete the `np.clip(..., -{c:g}, {c:g})` line and subtract {row_max} from the raw scores: on "
+            f"Delete the `np.clip(...)` line and subtract {row_max} from the raw scores: on "
             f"[{top:g}, {top - 5:g}] the weights must come out as [{split:.4f}, {1 - split:.4f}], e^0 and e^-5 normalized."
         )
     return steps
@@ -700,6 +1072,9 @@ class Exercise:
         verdict = self.last_verdict
         if verdict is None or verdict.status != "incorrect" or not verdict.next_step:
             return None, general
+        if verdict.more_steps:  # a slip: every hint is about it, none about a mistake the learner did not make
+            return verdict.mistake, [f"Next step for this mistake: {verdict.next_step}",
+                                     *(f"Then: {step}" for step in verdict.more_steps)]
         return verdict.mistake, [f"Next step for this mistake: {verdict.next_step}", *general[1:]]
 
     def hint(self) -> None:
@@ -719,7 +1094,11 @@ class Exercise:
         self._hints_shown = shown + 1
         _say(hints[shown])
         if shown + 1 == len(hints):
-            _say(f"That was the last hint. `ex.{self.name}.solution()` shows a full answer.")
+            verdict = self.last_verdict
+            if mistake is not None and verdict is not None and verdict.more_steps:
+                _say("That was the last hint about this. Fix it and check again.")
+            else:
+                _say(f"That was the last hint. `ex.{self.name}.solution()` shows a full answer.")
 
     def solution(self) -> None:
         """Show a worked solution: rendered as Markdown in a notebook, as wrapped plain text elsewhere."""
@@ -747,7 +1126,10 @@ class FunctionExercise(Exercise):
     cases : sequence of Case
         Inputs, from easy to hard; the first failing one is reported.
     properties : sequence of Property
-        Checked in order on each case before the comparison with the reference.
+        Checked in order on each case before the comparison with the reference. For an answer within 1e-4 of
+        the reference but outside the tolerance, only the properties marked ``precise = True`` (exact zeros,
+        float32) run: the others would fail only because the answer is slightly off, and name a mistake it
+        did not make; the comparison then says how far off it is.
     early_properties : sequence of Property
         Checked right after the shape, before the check for nan and inf: for
         outputs where nan or inf is not an overflow but a wrong kind of answer.
@@ -838,10 +1220,10 @@ class FunctionExercise(Exercise):
 
     @property
     def next_steps(self) -> dict[str, str]:
-        """Next steps by label: the exercise's own, the generic ones, and each property's."""
+        """Next steps by label: the exercise's own, the generic ones, each property's, and a small error's."""
         own = {_property_label(p): p.next_step for p in (*self.early_properties, *self.properties)
                if getattr(p, "next_step", None)}
-        return {**own, **self._next_steps}
+        return {SMALL_ERROR: _SMALL_ERROR_STEP, **own, **self._next_steps}
 
     @next_steps.setter
     def next_steps(self, steps: Mapping[str, str]) -> None:
@@ -870,31 +1252,55 @@ class FunctionExercise(Exercise):
         return outputs
 
     def diagnose(self, answer: Callable[..., Any]) -> str | None:
-        """The label of the first known mistake that `answer` reproduces on every case, or None.
+        """The label of the known mistake that `answer` reproduces, or None.
 
-        A "mistake" that gives the reference's result on every case (float16 on inputs it cannot change,
-        such as torch tensors) names nothing, and is skipped.
+        A mistake is named only where `answer` gives that mistake's outputs on every case (where one of the two
+        raises or returns None, the other must too), and the two give the same output on at least one case where
+        the mistake's differs from the reference's. A "mistake" that gives the reference's result on every case
+        (float16 on inputs it cannot change, such as torch tensors) names nothing. Where mistakes of different
+        names match the cases, the probes decide between them; if they cannot, the first is named (the
+        hand-picked wrong answers come first).
         """
         mine = self._outputs(answer)
         right = self._outputs(self.reference)
+        matches = []
         for label, wrong in self.known_mistakes().items():
             theirs = self._outputs(wrong)
-            if all(a is not None and b is not None and _agree(a, b, self.rtol, self.atol) for a, b in zip(theirs, right)):
+            shown = [i for i, (a, b) in enumerate(zip(theirs, right))
+                     if a is not None and b is not None and not _agree(a, b, self.rtol, self.atol)]
+            if not any(mine[i] is not None for i in shown):
+                continue  # the mistake shows on no case where the answer gave output: no evidence for it
+            if all((a is None and b is None) or (a is not None and b is not None and _agree(a, b, self.rtol, self.atol))
+                   for a, b in zip(mine, theirs)):
+                matches.append(label)
+        if len({mistake_name(label) for label in matches}) > 1 and self.probes:
+            matches = [label for label in matches if self._agrees_on_probes(answer, self.known_mistakes()[label])]
+        return matches[0] if matches else None
+
+    def _agrees_on_probes(self, answer: Callable[..., Any], wrong: Callable[..., Any]) -> bool:
+        """Whether `answer` gives `wrong`'s outputs on every probe where both give output."""
+        for probe in self.probes:
+            try:
+                mine, theirs = _call_safely(answer, probe), _call_safely(wrong, probe)
+            except (_Failed, _NotAttempted):
                 continue
-            if all(
-                (a is None and b is None) or (a is not None and b is not None and _agree(a, b, self.rtol, self.atol))
-                for a, b in zip(mine, theirs)
-            ):
-                return label
-        return None
+            if not _agree(mine, theirs, self.rtol, self.atol):
+                return False
+        return True
 
     def evaluate(self, answer: Any) -> Verdict:
         """Return the verdict on `answer` without printing anything."""
+        if isinstance(answer, str):
+            return Verdict("incorrect", "✗ Pass your function itself, its name without quotes: "
+                                        f"`ex.{self.name}.check(my_function)`, not the text {answer!r:.40}.")
+        if isinstance(answer, type):
+            return Verdict("incorrect", f"✗ Pass a function (defined with `def`), not the class {answer.__name__}.")
         if not callable(answer):
             return Verdict("incorrect", f"✗ Pass your function itself (no parentheses), not a {type(answer).__name__}.")
         try:
-            for case in self.cases:
-                self._check_case(answer, case)
+            with _learner_budget():
+                for case in self.cases:
+                    self._check_case(answer, case)
         except _NotAttempted:
             return Verdict(
                 "not attempted",
@@ -902,9 +1308,13 @@ class FunctionExercise(Exercise):
             )
         except _Failed as failure:
             message = f"✗ Not yet: {failure}"
-            label = self.diagnose(answer)
+            if failure.slip:  # the answer's numbers say nothing about the formula: name the slip, nothing else
+                return Verdict("incorrect", message, mistake=failure.mistake,
+                               next_step=failure.steps[0] if failure.steps else None, more_steps=failure.steps[1:])
+            with _learner_budget():
+                label = self.diagnose(answer)
             if label is not None:
-                message += f"\nThis is exactly what {label} gives."
+                message += f"\nThis is exactly what {mistake_name(label)} gives."
                 if label in self.advice:
                     message += f" {self.advice[label]}"
             else:
@@ -913,40 +1323,173 @@ class FunctionExercise(Exercise):
         return Verdict("correct", f"✓ Correct! Your function passed all {len(self.cases)} test inputs.")
 
     def _check_case(self, answer: Callable[..., Any], case: Case) -> None:
-        expected = np.asarray(self.reference(*copy.deepcopy(case.args), **case.kwargs), dtype=np.float64)
-        out = _call_safely(answer, case)
+        raw = self.reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs)))
+        expected = np.asarray(raw, dtype=np.float64)
+        out, dtype = _call(answer, case)
+        if out.ndim >= 2 and out.shape != expected.shape[:-2] + expected.shape[-2:][::-1] or out.ndim < 2:
+            transposed = None
+        else:
+            transposed = out.swapaxes(-1, -2)
+        if transposed is not None and not _agree(out, expected, self.rtol, self.atol) \
+                and _agree(transposed, expected, self.rtol, self.atol):
+            raise _Failed(f"on input {case.describe()} your result is the transpose of the expected one (shape "
+                          f"{out.shape}; expected {expected.shape})", "returning the transpose", slip=True,
+                          steps=_slip_steps("returning the transpose", expected=str(expected.shape)))
         if out.shape != expected.shape:
-            raise _Failed(f"on input {case.describe()} the result has shape {out.shape}; expected {expected.shape}")
-        run = Run(answer, case, out, expected)
+            raise _Failed(f"on input {case.describe()} the result has shape {out.shape}; expected {expected.shape}",
+                          "returning the wrong shape", slip=True,
+                          steps=_slip_steps("returning the wrong shape", expected=str(expected.shape)))
+        if _dtype_name(raw) == "bool" and dtype != "bool":
+            shown = "a list" if dtype is None else f"{dtype} values"
+            raise _Failed(f"on input {case.describe()} your function returned {shown}, where the answer is a bool "
+                          "array (dtype bool)", "returning numbers instead of a bool mask", slip=True,
+                          steps=_slip_steps("returning numbers instead of a bool mask"))
+        try:
+            self._compare(Run(answer, case, out, expected, dtype, self.reference))
+        except _Failed as failure:
+            lost = _digits_lost(dtype, expected, self.rtol, self.atol)
+            if failure.slip or lost is None:
+                raise
+            diff = _max_diff(out, expected)
+            raise _Failed(f"on input {case.describe()} your function returned {dtype} values, which keep about "
+                          f"{lost} significant digits; this check needs float64's (max abs diff {diff:.2g})",
+                          "returning low-precision numbers", slip=True,
+                          steps=_slip_steps("returning low-precision numbers", dtype=dtype, digits=lost)) from None
+
+    def _compare(self, run: Run) -> None:
+        """The checks after the slips: early properties, rounding, nan and inf, properties, the values."""
+        case, out, expected = run.case, run.output, run.expected
+        # A nearly right answer (within 1e-4) fails a property only because it is slightly off, and the property's
+        # sentence would name a mistake it did not make: only properties marked `precise` (exact zeros, float32)
+        # run for it, and the comparison says how far off it is.
+        near = _near(out, expected) and not _agree(out, expected, self.rtol, self.atol)
         for prop in self.early_properties:
+            if near and not getattr(prop, "precise", False):
+                continue
             problem = prop(run)
             if problem:
                 raise _Failed(f"on input {case.describe()} the result {problem}", _property_label(prop))
+        digits = _rounded_to(out, expected)
+        if digits is not None and not _agree(out, expected, self.rtol, self.atol):
+            raise _Failed(f"on input {case.describe()} your result is rounded to {digits} decimals: "
+                          f"{describe(out, digits + 2)} where the expected is {describe(expected, digits + 4)}",
+                          f"rounding the result to {digits} decimals", slip=True,
+                          steps=_slip_steps("rounding the result", digits=str(digits)))
         same = (out == expected) | (np.isnan(out) & np.isnan(expected))
         if (~np.isfinite(out) & ~same).any():  # an inf (or nan) the reference also has is right
             raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self._nonfinite_hint(case)}")
-        with np.errstate(invalid="ignore"):
-            diff = np.where(out == expected, 0.0, np.abs(out - expected))
-        max_diff = float(diff.max()) if out.size else 0.0
+        max_diff = _max_diff(out, expected)
         for prop in self.properties:
+            if near and not getattr(prop, "precise", False):
+                continue
             problem = prop(run)
             if problem:
                 raise _Failed(f"on input {case.describe()} the result {problem} (max abs diff from the reference {max_diff:.2g})",
                               _property_label(prop))
-        if not _agree(out, expected, self.rtol, self.atol):
-            if out.ndim >= 3:  # too many numbers to print: point at the first entry that differs
-                with np.errstate(invalid="ignore"):
-                    close = np.isclose(out, expected, rtol=self.rtol, atol=self.atol) | (np.isnan(out) & np.isnan(expected))
-                where = tuple(int(i) for i in np.argwhere(~close)[0])
-                raise _Failed(
-                    f"on input {case.describe()} the result differs from the expected one at index {where}: "
-                    f"{describe(out[where])} instead of {describe(expected[where])} (max abs diff {max_diff:.2g})"
-                )
-            shown, wanted = _distinct_renderings(out, expected)
+        if _agree(out, expected, self.rtol, self.atol):
+            return
+        if near:
+            rel = _max_relative_diff(out, expected)
+            with np.errstate(invalid="ignore"):
+                worst = np.unravel_index(int(np.nanargmax(np.where(out == expected, 0.0, np.abs(out - expected)))), out.shape)
+            shown, wanted = _distinct_renderings(np.atleast_1d(out[worst]), np.atleast_1d(expected[worst]))
+            at = f" at index {tuple(int(i) for i in worst)}" if out.ndim else ""
             raise _Failed(
-                f"on input {case.describe()} the result {shown} differs from the "
-                f"expected {wanted} (max abs diff {max_diff:.2g})"
+                f"on input {case.describe()} your result is off by up to {max_diff:.2g} (relative {rel:.1g}){at}: "
+                f"{shown.strip('[]')} where the expected is {wanted.strip('[]')}. That is more than rounding can "
+                f"explain (this check allows rtol {self.rtol:g} and atol {self.atol:g}) and far less than a wrong "
+                "formula gives: some step loses digits or computes a slightly different value",
+                SMALL_ERROR,
             )
+        if out.ndim >= 3:  # too many numbers to print: point at the first entry that differs
+            with np.errstate(invalid="ignore"):
+                close = np.isclose(out, expected, rtol=self.rtol, atol=self.atol) | (np.isnan(out) & np.isnan(expected))
+            where = tuple(int(i) for i in np.argwhere(~close)[0])
+            raise _Failed(
+                f"on input {case.describe()} the result differs from the expected one at index {where}: "
+                f"{describe(out[where])} instead of {describe(expected[where])} (max abs diff {max_diff:.2g})"
+            )
+        shown, wanted = _distinct_renderings(out, expected)
+        raise _Failed(
+            f"on input {case.describe()} the result {shown} differs from the "
+            f"expected {wanted} (max abs diff {max_diff:.2g})"
+        )
+
+
+#: The label of an answer off by more than the tolerance but less than 1e-4 relative, when no known mistake matches.
+SMALL_ERROR = "a small error"
+_SMALL_ERROR_STEP = (
+    "Find the first line that loses digits: run your steps one by one in a cell, in float64, beside the same "
+    "steps written out directly, with `np.set_printoptions(precision=17)`. The first intermediate that differs "
+    "before its 10th digit is the line to change (look at its constants, its number of iterations, its casts)."
+)
+
+_LOW_PRECISION_DIGITS = {"float16": 3, "bfloat16": 3, "float32": 7}
+
+
+def _digits_lost(dtype: str | None, expected: np.ndarray, rtol: float, atol: float) -> int | None:
+    """The significant digits of `dtype` where it is a low precision that cannot pass this check, else None.
+
+    float32 is blamed only where the reference itself, rounded to float32, would fail the comparison: where
+    the tolerance admits float32, a float32 answer that fails is wrong for another reason.
+    """
+    if dtype not in _LOW_PRECISION_DIGITS:
+        return None
+    if dtype != "bfloat16":
+        with np.errstate(over="ignore"):
+            rounded = expected.astype(dtype).astype(np.float64)
+        if _agree(rounded, expected, rtol, atol):
+            return None
+    return _LOW_PRECISION_DIGITS[dtype]
+
+
+def _max_diff(out: np.ndarray, expected: np.ndarray) -> float:
+    """The largest |out - expected| over the entries that are not equal (inf and nan equal to themselves count 0)."""
+    with np.errstate(invalid="ignore"):
+        diff = np.where(out == expected, 0.0, np.abs(out - expected))
+    return float(np.nanmax(diff)) if out.size and not np.isnan(diff).all() else 0.0
+
+
+def _max_relative_diff(out: np.ndarray, expected: np.ndarray) -> float:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rel = np.where(out == expected, 0.0, np.abs(out - expected) / np.maximum(np.abs(expected), 1e-300))
+    return float(np.nanmax(rel)) if out.size else 0.0
+
+
+def _near(out: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether `out` is within 1e-4 relative (1e-7 absolute near 0) of `expected` everywhere: nearly right."""
+    finite = np.isfinite(out) & np.isfinite(expected)
+    if not np.array_equal(finite, np.isfinite(out)) or not np.array_equal(out[~finite], expected[~finite]):
+        return False
+    return bool(np.allclose(out[finite], expected[finite], rtol=1e-4, atol=1e-7))
+
+
+def _rounded_to(out: np.ndarray, expected: np.ndarray) -> int | None:
+    """The decimals `out` is rounded to, where it is `expected` rounded (within half a unit), else None.
+
+    Only where `expected` is not itself rounded at that many decimals, and no more than 12 decimals.
+
+    Examples
+    --------
+    >>> _rounded_to(np.array([0.0900, 0.2447, 0.6652]), np.array([0.09003057, 0.24472847, 0.66524096]))
+    4
+    >>> _rounded_to(np.array([0.5, 0.25]), np.array([0.5, 0.25])) is None
+    True
+    """
+    finite = np.isfinite(out) & np.isfinite(expected)
+    o, e = out[finite], expected[finite]
+    if not o.size:
+        return None
+    if not np.any(o):  # all zeros: not a rounding, whatever the expected values
+        return None
+    for digits in range(0, 13):
+        if np.abs(e).max() < 10.0 ** (1 - digits):  # rounding would leave under two significant digits
+            continue
+        if np.array_equal(np.round(o, digits), o) and not np.array_equal(np.round(e, digits), e):
+            if np.all(np.abs(o - e) <= 0.5 * 10.0 ** -digits * (1 + 1e-9) + 1e-15):
+                return digits
+            return None
+    return None
 
 
 def _property_label(prop: Property) -> str:
@@ -998,6 +1541,9 @@ class ValueExercise(Exercise):
             return Verdict("not attempted", "○ Not attempted yet: replace `...` with your prediction.")
         if answer is None:
             return Verdict("incorrect", "✗ Not yet: your answer is None, not numbers. Write your prediction in place of `...`.")
+        if isinstance(answer, (bool, np.bool_)):
+            return Verdict("incorrect", f"✗ Not yet: your answer is {answer}, a yes or no; the prediction is a number. "
+                                        "Write the number in place of `...`.")
         try:
             got = _as_numbers(answer, "your answer is", allow_text=True)
         except _Failed as failure:

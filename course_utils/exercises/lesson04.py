@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from dataclasses import dataclass
+from typing import Any, Callable
+
 import numpy as np
 
 from ..gradients import cross_entropy_grad, softmax_backward, softmax_jacobian
@@ -12,6 +17,8 @@ from .core import (
     FunctionExercise,
     Run,
     ValueExercise,
+    _conversions_keep,
+    _learner_line,
     clip_variants,
     peak_memory,
     shift_and_clip_advice,
@@ -80,18 +87,173 @@ def _q2_with_jacobian(g: np.ndarray, p: np.ndarray) -> np.ndarray:
     return np.reshape(rows, np.shape(g))
 
 
+def _q2_wrong_sign(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return p * ((g * p).sum(axis=-1, keepdims=True) - g)
+
+
+def _q2_log_softmax_backward(g: np.ndarray, p: np.ndarray) -> np.ndarray:
+    return g - p * g.sum(axis=-1, keepdims=True)
+
+
+# --- seeing the Jacobian: every array the answer makes, in NumPy and in PyTorch -----------------------
+#
+# "Without the Jacobian" is a structure: nothing the answer computes may be n x n. Memory shows it only on a long
+# row, and only for NumPy (tracemalloc cannot see PyTorch's tensors), and an answer can build J on short rows
+# only. So on every case the checker hands the answer g and p as `_Traced` arrays, which report every array that
+# NumPy computes from them, and watches every PyTorch call with a TorchFunctionMode.
+
+
+@dataclass
+class _Big:
+    """The first array an answer made that the vector formula never needs: its shape, how and where."""
+
+    shape: tuple[int, ...]
+    how: str
+    line: str | None
+
+
+class _Sizes:
+    """Watches the arrays an answer makes for one input: none may be an n x n block, nor hold more than g and p."""
+
+    def __init__(self, n: int, limit: int) -> None:
+        self.n, self.limit = n, limit
+        self.big: _Big | None = None
+
+    def too_big(self, shape: tuple[int, ...]) -> bool:
+        size = int(np.prod(shape, dtype=np.int64))
+        # n >= 3: for n = 2, np.stack([g, p]) is 2 x 2 too
+        return size > self.limit or (self.n >= 3 and len(shape) >= 2 and tuple(shape[-2:]) == (self.n, self.n))
+
+    def see(self, values: Any, how: str) -> None:
+        """Look at every array or tensor in `values` (nested in tuples, lists and dicts)."""
+        if self.big is not None:
+            return
+        if isinstance(values, (list, tuple)):
+            for value in values:
+                self.see(value, how)
+            return
+        if isinstance(values, dict):
+            self.see(list(values.values()), how)
+            return
+        shape = getattr(values, "shape", None)
+        if shape is not None and not isinstance(values, (np.generic, type)) and self.too_big(tuple(shape)):
+            self.big = _Big(tuple(int(s) for s in shape), how, _learner_line())
+
+
+def _untraced(value: Any) -> Any:
+    if isinstance(value, _Traced):
+        return value.view(np.ndarray)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_untraced(v) for v in value)
+    if isinstance(value, dict):
+        return {key: _untraced(v) for key, v in value.items()}
+    return value
+
+
+class _Traced(np.ndarray):
+    """g or p as the answer sees it: NumPy reports to `_sizes` every array it computes from them, or from those.
+
+    A subclass of ndarray, so that `torch.from_numpy` takes it; every ufunc and array function on it comes
+    through `__array_ufunc__` and `__array_function__`, whose results are `_Traced` again.
+    """
+
+    _sizes: _Sizes | None = None
+
+    def __array_finalize__(self, obj: Any) -> None:
+        self._sizes = getattr(obj, "_sizes", None)
+
+    def _traced(self, value: Any) -> Any:
+        if isinstance(value, np.ndarray) and not isinstance(value, _Traced):
+            value = value.view(_Traced)
+            value._sizes = self._sizes
+            return value
+        if isinstance(value, (list, tuple)):
+            return type(value)(self._traced(v) for v in value)
+        return value
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        outs = kwargs.get("out")
+        result = getattr(ufunc, method)(*_untraced(inputs), **_untraced(kwargs))
+        if self._sizes is not None:
+            name = "`@`" if ufunc is np.matmul else f"`np.{ufunc.__name__}`"
+            self._sizes.see([_untraced(inputs), result], name if method == "__call__" else f"{name}.{method}")
+        if outs is not None and len(outs) == 1:
+            return outs[0]
+        return self._traced(result)
+
+    def __array_function__(self, func: Callable[..., Any], types: Any, args: tuple, kwargs: dict) -> Any:
+        result = func(*_untraced(args), **_untraced(kwargs))
+        if self._sizes is not None:
+            self._sizes.see([_untraced(args), result], f"`np.{func.__name__}`")
+        return self._traced(result)
+
+    def dot(self, other: Any, out: Any = None) -> Any:  # the method would bypass __array_function__
+        return np.dot(self, other) if out is None else np.dot(self, other, out=out)
+
+    def _kept(self, dtype: Any = None, copy: bool | None = False) -> "_Traced":
+        """What `np.asarray(self, dtype)` (or `np.array`, with a copy) gives: still traced."""
+        dtype = self.dtype if dtype is None else np.dtype(dtype)
+        return self.astype(dtype) if dtype != self.dtype or copy else self
+
+
+def _watching_torch(sizes: _Sizes):
+    """A context in which every PyTorch function call shows its tensors to `sizes` (nothing, if torch is not loaded)."""
+    torch = sys.modules.get("torch")
+    if torch is None:  # never imported, so the answer cannot call it
+        return contextlib.nullcontext()
+
+    class _Watch(torch.overrides.TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            name = getattr(func, "__name__", None) or str(func)
+            sizes.see([args, kwargs or {}, out], f"`torch.{name}`")
+            return out
+
+    return _Watch()
+
+
+def _jacobian_built(function: Callable[..., Any], run: Run) -> _Big | None:
+    """The first n x n (or larger than g and p together) array `function` makes on the run's input, or None."""
+    g, p = run.case.args
+    sizes = _Sizes(np.shape(g)[-1], np.size(g) + np.size(p))
+    traced = []
+    for a in (g, p):
+        a = np.array(a).view(_Traced)
+        a._sizes = sizes
+        traced.append(a)
+    with _conversions_keep(_Traced, lambda made: sizes.see(made, "`np.array`")), _watching_torch(sizes):
+        try:
+            run.call(*traced)
+        except Exception:  # the checker's own call ran the answer: what failed here is the watching, so let it be
+            return None
+    return sizes.big
+
+
 def _without_the_jacobian(run: Run) -> str | None:
-    """On a long row, the answer may not hold anything of the size of an n x n matrix."""
-    n = np.shape(run.case.args[0])[-1]
+    """No array the answer makes (in NumPy or PyTorch) is n x n; and on a long row its NumPy memory stays O(n)."""
+    g, p = run.case.args
+    n = np.shape(g)[-1]
+    big = _jacobian_built(run.function, run)
+    if big is not None:
+        where = f"in the line `{big.line}`" if big.line else f"in {big.how}"
+        if len(big.shape) >= 2 and big.shape[-2:] == (n, n):
+            what = f"an array of shape {big.shape}, n x n for rows of n = {n}"
+        else:
+            what = (f"an array of {int(np.prod(big.shape))} numbers (shape {big.shape}), more than g and p "
+                    f"hold together ({np.size(g) + np.size(p)})")
+        return (f"is right, but your function built {what}, {where}: the Jacobian's size, which this exercise "
+                "asks you to do without. p * (g - <g, p>) needs no array larger than g and p")
     if n < 1000:
         return None
-    peak = peak_memory(run.function, *run.case.args)
+    peak = peak_memory(run.function, *run.case.args)  # what the watching cannot follow: Python lists, say
     if peak is not None and peak >= n * n * 8 / 4:
         return (f"is right, but on this row of {n} your function held {peak / 2**20:.1f} MiB at once, as an n x n "
                 f"Jacobian does ({n * n * 8 / 2**20:.1f} MiB): compute p * (g - <g, p>) from the vectors alone, in O(n)")
     return None
 
 
+# A structure: it holds or fails whatever the numbers, so it runs for a nearly right answer too (core's `precise`).
+_without_the_jacobian.precise = True  # type: ignore[attr-defined]
 _without_the_jacobian.next_step = (  # type: ignore[attr-defined]
     "Replace `(np.diag(p) - np.outer(p, p)) @ g` by `p * (g - (g * p).sum(axis=-1, keepdims=True))`: the same "
     "numbers from two length-n vectors."
@@ -131,6 +293,18 @@ def _q2() -> FunctionExercise:
             "forgetting the factor p": _q2_no_p_factor,
             "one sum over the whole batch": _q2_global_sum,
             "subtracting the plain mean of g instead of its p-weighted mean": _q2_plain_mean,
+            "the wrong sign": _q2_wrong_sign,
+            "the log-softmax backward pass, g - p * sum(g)": _q2_log_softmax_backward,
+        },
+        advice={
+            "the wrong sign": (
+                "The gradient is J g with a plus sign: (J g)_k = p_k (g_k - <g, p>), which is positive where g_k "
+                "is above its p-weighted average."
+            ),
+            "the log-softmax backward pass, g - p * sum(g)": (
+                "That is the backward pass of log p (end of section 3), whose Jacobian is delta_ik - p_k. The "
+                "softmax's own Jacobian has p_i (delta_ik - p_k): each term gets a factor p, and the sum becomes <g, p>."
+            ),
         },
         nonfinite_hint=(
             "g and p are finite, so p * (g - <g, p>) is finite: nan or inf comes from a division by p "
@@ -153,6 +327,13 @@ def _q2() -> FunctionExercise:
             "subtracting the plain mean of g instead of its p-weighted mean": (
                 "Replace `g.mean(axis=-1, keepdims=True)` by `(g * p).sum(axis=-1, keepdims=True)`: weight each g_i "
                 "by p_i."
+            ),
+            "the wrong sign": (
+                "Swap the two terms of your subtraction: `g - (g * p).sum(axis=-1, keepdims=True)`, then multiply "
+                "by `p`; no minus sign in front."
+            ),
+            "the log-softmax backward pass, g - p * sum(g)": (
+                "Change `g - p * g.sum(axis=-1, keepdims=True)` to `p * (g - (g * p).sum(axis=-1, keepdims=True))`."
             ),
         },
         hints=[
@@ -181,6 +362,21 @@ def _q3_probs_only(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
 
 def _q3_logits_minus_targets(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
     return logits - targets
+
+
+def _q3_argmax_targets(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    targets = np.asarray(targets, dtype=np.float64)
+    hard = np.zeros_like(targets)
+    np.put_along_axis(hard, targets.argmax(axis=-1)[..., None], 1.0, axis=-1)
+    return softmax(logits, axis=-1) - hard
+
+
+def _q3_over_len(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    return (softmax(logits, axis=-1) - targets) / len(logits)
+
+
+def _q3_over_batch(logits: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    return (softmax(logits, axis=-1) - targets) / np.atleast_2d(logits).shape[0]
 
 
 def _q3_shifted_by(shift):
@@ -236,7 +432,22 @@ def _q3() -> FunctionExercise:
             Case((np.array([[90.0, 0.0], [0.0, 90.0]], dtype=np.float32), np.array([[1.0, 0.0], [0.5, 0.5]]))),
         ],
         variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped)},
-        advice=shift_and_clip_advice(),
+        advice={
+            **shift_and_clip_advice(),
+            "the one-hot of the targets' argmax in place of soft targets": (
+                "The targets may be a distribution, such as [0.2, 0.3, 0.5]: the gradient is p - y with y as "
+                "given, and a one-hot target is only the case where y is 0 but for one 1."
+            ),
+            "dividing by len(logits)": (
+                "The gradient of each row's loss is p - y, divided by nothing. len(logits) is the batch size "
+                "for a batch of rows, and the number of classes for a single row."
+            ),
+            "dividing by the batch size": (
+                "The gradient of each row's loss is p - y, divided by nothing: dividing by the batch size is "
+                "what F.cross_entropy's default reduction=\"mean\" does to the loss, and this exercise asks for "
+                "the gradient of each row's own loss (cell 17 uses reduction=\"sum\" for that reason)."
+            ),
+        },
         next_steps={
             **shift_and_clip_next_steps(scores="logits"),
             "the wrong sign": "Swap the operands: return `p - targets`, not `targets - p`.",
@@ -244,6 +455,17 @@ def _q3() -> FunctionExercise:
             "logits minus targets": (
                 "Turn the logits into probabilities before subtracting: `p = softmax(logits)` (shifted by each row's "
                 "max), then `p - targets`."
+            ),
+            "the one-hot of the targets' argmax in place of soft targets": (
+                "Subtract `targets` themselves: replace the one-hot built from `targets.argmax(axis=-1)` (or "
+                "`np.eye(...)[...]`) by `targets`, so that the last line is `return p - targets`."
+            ),
+            "dividing by len(logits)": (
+                "Delete the `/ len(logits)` (or `/ logits.shape[0]`) at the end: `return p - targets`."
+            ),
+            "dividing by the batch size": (
+                "Delete the division by the number of rows (`/ logits.shape[0]`, `/ batch_size` or `.mean`): "
+                "`return p - targets`, one gradient row per row of logits."
             ),
         },
         nonfinite_hint=(
@@ -256,6 +478,10 @@ def _q3() -> FunctionExercise:
             "the wrong sign": _q3_wrong_sign,
             "the probabilities alone": _q3_probs_only,
             "logits minus targets": _q3_logits_minus_targets,
+            "the one-hot of the targets' argmax in place of soft targets": _q3_argmax_targets,
+            # len(logits) first: for one row it is the number of classes, which only this label explains
+            "dividing by len(logits)": _q3_over_len,
+            "dividing by the batch size": _q3_over_batch,
         },
         hints=[
             "Write the loss with log_softmax: -sum_i y_i (x_i - logsumexp(x)).",

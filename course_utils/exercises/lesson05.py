@@ -46,10 +46,6 @@ def _q1_query_axis(lengths: list[int], max_len: int) -> np.ndarray:
     return _q1_causal(max_len)[None] & _q1_keys(lengths, max_len)[:, :, None]
 
 
-def _q1_pad_queries_too(lengths: list[int], max_len: int) -> np.ndarray:
-    return _q1_reference(lengths, max_len) & _q1_keys(lengths, max_len)[:, :, None]
-
-
 def _q1_inverted(lengths: list[int], max_len: int) -> np.ndarray:
     return ~_q1_reference(lengths, max_len)
 
@@ -60,6 +56,23 @@ def _q1_upper(lengths: list[int], max_len: int) -> np.ndarray:
 
 def _q1_no_new_axis(lengths: list[int], max_len: int) -> np.ndarray:
     return _q1_causal(max_len) & _q1_keys(lengths, max_len)
+
+
+def _q1_strict(lengths: list[int], max_len: int) -> np.ndarray:
+    return np.tri(max_len, k=-1, dtype=bool)[None] & _q1_keys(lengths, max_len)[:, None, :]  # j < i: no query sees itself
+
+
+def _q1_causal_only(lengths: list[int], max_len: int) -> np.ndarray:
+    return np.broadcast_to(_q1_causal(max_len), (len(lengths), max_len, max_len))
+
+
+def _q1_padding_only(lengths: list[int], max_len: int) -> np.ndarray:
+    return np.broadcast_to(_q1_keys(lengths, max_len)[:, None, :], (len(lengths), max_len, max_len))
+
+
+def _q1_first_pad_kept(lengths: list[int], max_len: int) -> np.ndarray:
+    keys = np.arange(max_len)[None, :] <= np.asarray(lengths)[:, None]  # `<=`: position `length` is already a pad
+    return _q1_causal(max_len)[None] & keys[:, None, :]
 
 
 def _only_true_or_false(run: Run) -> str | None:
@@ -84,6 +97,16 @@ def _no_padding_keys(run: Run) -> str | None:
     if (run.output * padding[:, None, :] != 0).any():
         return "lets a query attend to a padding key (a key at a position >= the sequence's length)"
     return None
+
+
+_no_later_keys.next_step = (  # type: ignore[attr-defined]
+    "Print your mask for `([3], 3)`: its upper triangle (j > i) must be all False. Build the causal part as "
+    "`j[None, :] <= j[:, None]` with `j = np.arange(max_len)`, and combine it with the padding part by `&`."
+)
+_no_padding_keys.next_step = (  # type: ignore[attr-defined]
+    "Print your mask for `([0, 2], 3)`: every column j >= the sequence's length must be all False. Build the "
+    "padding part as `j[None, :] < np.asarray(lengths)[:, None]` and combine it by `&`, with `[:, None, :]`."
+)
 
 
 _Q1_SOLUTION = """
@@ -120,15 +143,27 @@ def _q1() -> FunctionExercise:
         properties=[_no_later_keys, _no_padding_keys],
         wrong_answers={
             "| (either mask) instead of & (both masks)": _q1_or,
-            "pad query rows left empty as well (padding masked on both axes)": _q1_pad_queries_too,
-            "the padding mask on the query axis instead of the key axis": _q1_query_axis,
+            # With a causal mask, masking the pad queries (keys[:, :, None]) also hides every pad key from every
+            # real query: on its own or beside the key axis, it gives the same mask, so one label names both.
+            "the padding mask on the query axis (pad query rows left empty)": _q1_query_axis,
             "the convention inverted (True = blocked)": _q1_inverted,
             "the transposed causal mask (later keys instead of earlier ones)": _q1_upper,
             "the padding mask without the new axis": _q1_no_new_axis,
+            "the diagonal blocked (j < i instead of j <= i)": _q1_strict,
+            "the causal mask alone, no padding mask": _q1_causal_only,
+            "the padding mask alone, no causal mask": _q1_padding_only,
+            "`<=` instead of `<` in the padding test (the first pad left visible)": _q1_first_pad_kept,
         },
         advice={
-            "pad query rows left empty as well (padding masked on both axes)": (
-                "Masking the pad queries too leaves each pad row with no allowed key: a softmax turns such a row "
+            "the diagonal blocked (j < i instead of j <= i)": (
+                "A query may attend to its own token: with the diagonal blocked, query 0 has no key at all, and a "
+                "softmax turns its row into NaN (lesson 05b)."
+            ),
+            "`<=` instead of `<` in the padding test (the first pad left visible)": (
+                "A sequence of length n has its real tokens at positions 0 to n - 1: position n is its first pad."
+            ),
+            "the padding mask on the query axis (pad query rows left empty)": (
+                "Masking the pad queries leaves each pad row with no allowed key: a softmax turns such a row "
                 "into NaN (lesson 05b). Mask the keys only; the loss ignores the pad rows' outputs anyway."
             ),
         },
@@ -136,12 +171,9 @@ def _q1() -> FunctionExercise:
             "| (either mask) instead of & (both masks)": (
                 "Change the `|` between your causal and padding masks to `&`: a key must pass both tests."
             ),
-            "pad query rows left empty as well (padding masked on both axes)": (
-                "Drop the second factor `& keys[:, :, None]`: return `causal[None, :, :] & keys[:, None, :]`, which "
-                "tests the keys only."
-            ),
-            "the padding mask on the query axis instead of the key axis": (
-                "Move the new axis: `keys[:, None, :]` (one key row repeated for every query), not `keys[:, :, None]`."
+            "the padding mask on the query axis (pad query rows left empty)": (
+                "Put the padding mask on the key axis only: return `causal[None, :, :] & keys[:, None, :]`, with no "
+                "factor `keys[:, :, None]` (one key row repeated for every query, not one flag per query)."
             ),
             "the convention inverted (True = blocked)": (
                 "Remove the `~` (or swap `>` for `<=`): return the mask whose True entries are the allowed keys, "
@@ -154,6 +186,21 @@ def _q1() -> FunctionExercise:
             "the padding mask without the new axis": (
                 "Write `causal[None, :, :] & keys[:, None, :]`: with the two `None`s, (1, L, S) and (B, 1, S) "
                 "broadcast to (B, L, S)."
+            ),
+            "the diagonal blocked (j < i instead of j <= i)": (
+                "Change `<` to `<=` in the causal test, `j[None, :] <= j[:, None]` (or `np.tri(max_len, dtype=bool)` "
+                "without `k=-1`): key j = i is the query's own token."
+            ),
+            "the causal mask alone, no padding mask": (
+                "Add the padding test: `keys = j[None, :] < np.asarray(lengths)[:, None]`, then return "
+                "`causal[None, :, :] & keys[:, None, :]`."
+            ),
+            "the padding mask alone, no causal mask": (
+                "Add the causal test: `causal = j[None, :] <= j[:, None]` (shape (L, S)), then return "
+                "`causal[None, :, :] & keys[:, None, :]`."
+            ),
+            "`<=` instead of `<` in the padding test (the first pad left visible)": (
+                "Change `j <= lengths[:, None]` to `j < lengths[:, None]` in the padding test."
             ),
         },
         hints=[
@@ -272,6 +319,10 @@ def _zero_where_masked(run: Run) -> str | None:
             "mask False = blocked must get exactly 0"
         )
     return None
+
+
+# Checked also for a nearly right answer (core: `precise`): masked keys must get exactly 0, which no rounding explains.
+_zero_where_masked.precise = True  # type: ignore[attr-defined]
 
 
 def _rows_sum_to_one_where_allowed(run: Run) -> str | None:
@@ -427,7 +478,7 @@ def _q2() -> FunctionExercise:
             "Then a stable softmax along the last axis. Take the row maximum over the allowed scores only; "
             "exp(-inf) is exactly 0.",
             "A row with no allowed key is all -inf: its maximum is -inf and its sum of exponentials 0. Return zeros "
-            "for such rows (as torch's SDPA does), not 0/0 = NaN.",
+            "for such rows (as torch's SDPA does on a CPU; lesson 05c meets GPU backends that do not), not 0/0 = NaN.",
         ],
         solution=_Q2_SOLUTION,
     )
@@ -451,6 +502,11 @@ def _q3() -> ValueExercise:
             "rounded to one decimal": (
                 np.round(reference, 1),
                 "right, to one decimal: give two decimals (such as 0.69), since the check allows 0.005.",
+            ),
+            "truncated to two decimals": (
+                np.floor(reference * 100) / 100,
+                "right, but cut off after two decimals (ln 3 = 1.0986 written as 1.09): round to the nearest, "
+                "1.10, since the check allows 0.005.",
             ),
             "ln(i), with ln 0 taken as 0": (
                 np.log(np.maximum(visible - 1, 1)),
@@ -477,6 +533,10 @@ def _q3() -> ValueExercise:
         },
         next_steps={
             "rounded to one decimal": "Print `np.log([1, 2, 3, 4, 5]).round(2)` and give those five numbers.",
+            "truncated to two decimals": (
+                "Round each of your numbers up where its third decimal is 5 or more: `round(1.0986, 2)` is `1.1`, "
+                "not `1.09`."
+            ),
             "ln(i), with ln 0 taken as 0": "Shift your index by one: query i gives `ln(i + 1)`, for i = 0 to 4.",
             "no mask": "Count the keys query i may see under the causal mask, `i + 1`, and take `ln(i + 1)` for each.",
             "bits instead of nats": (

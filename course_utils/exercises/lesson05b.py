@@ -181,14 +181,23 @@ def _q1_query_axis(mha, x, lengths):
     return mha(x, x, x, attn_mask=mask, need_weights=False)[0]  # hides the pads from nobody: it masks pad *queries*
 
 
+def _q1_pad_outputs_zeroed(mha, x, lengths):
+    out = mha(x, x, x, key_padding_mask=~_real(x, lengths), need_weights=False)[0]
+    return out.masked_fill(~_real(x, lengths)[..., None], 0.0)  # a step the fix does not need
+
+
 _Q1_MISTAKES = {
-    "True = real token passed as key_padding_mask, where True means *ignore this key*: every real token "
+    # The bug and a bool attn_mask with SDPA's polarity give the same outputs: one explanation names both.
+    "True = real token as the mask, where nn.MultiheadAttention reads True as *ignore this key* "
+    "(key_padding_mask) or *blocked* (a bool attn_mask), the opposite of SDPA's True = attend: every real token "
     "attends only to the pads (and a sequence without pads gets NaN, having no key left)": _q1_buggy,
     "no mask at all: every token attends to the pads": _q1_no_mask,
     "`>` instead of `>=`: the first pad of each sequence stays visible": _q1_off_by_one,
     "a float mask of 1.0/0.0 is *added* to the scores, it blocks nothing": _q1_float_ones,
-    "a bool attn_mask with SDPA's polarity (True = attend): nn.MultiheadAttention reads True as blocked": _q1_as_attn_mask,
     "the mask on the query axis: it must hide pad *keys* from every query": _q1_query_axis,
+    "the mask is right now, but the pads' own outputs were set to 0: nn.MultiheadAttention computes an output "
+    "for every position, a pad query attending to the real keys, and the fix changes only the mask (the loss "
+    "ignores the pad rows)": _q1_pad_outputs_zeroed,
 }
 
 
@@ -204,6 +213,12 @@ def _q1_pads_do_not_leak(run: Run) -> str | None:
             "In nn.MultiheadAttention, key_padding_mask=True means *ignore this key*"
         )
     return None
+
+
+_q1_pads_do_not_leak.next_step = (  # type: ignore[attr-defined]
+    "Print the mask you pass and `lengths` side by side: for `key_padding_mask` every pad position must be True "
+    "and every real one False, `torch.arange(S)[None, :] >= torch.as_tensor(lengths)[:, None]`."
+)
 
 
 _Q1_SOLUTION = """
@@ -243,17 +258,17 @@ def _q1() -> FunctionExercise:
         early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q1_MISTAKES)],
         properties=[_q1_pads_do_not_leak],
         wrong_answers={
-            "the bug itself (True = real token as key_padding_mask)": _q1_buggy,
+            "True = real token as the mask (the bug itself, or SDPA's polarity in attn_mask)": _q1_buggy,
             "no mask": _q1_no_mask,
             "the first pad left visible": _q1_off_by_one,
             "a float 1/0 mask": _q1_float_ones,
-            "SDPA's polarity in attn_mask": _q1_as_attn_mask,
             "the mask on the query axis": _q1_query_axis,
+            "the pads' outputs set to 0": _q1_pad_outputs_zeroed,
         },
         next_steps={
-            "the bug itself (True = real token as key_padding_mask)": (
-                "Pass `key_padding_mask=~real` in the `mha(...)` call: the `~` turns True = real token into "
-                "True = pad."
+            "True = real token as the mask (the bug itself, or SDPA's polarity in attn_mask)": (
+                "Pass `key_padding_mask=~real` in the `mha(...)` call, and no `attn_mask`: the `~` turns True = real "
+                "token into True = pad."
             ),
             "no mask": (
                 "Add `key_padding_mask=pads` to the `mha(x, x, x)` call, with "
@@ -265,13 +280,13 @@ def _q1() -> FunctionExercise:
             "a float 1/0 mask": (
                 "Drop the `.to(x.dtype)` (or `.float()`): pass the bool tensor `~real` itself as `key_padding_mask`."
             ),
-            "SDPA's polarity in attn_mask": (
-                "Leave `attn_mask` out and pass the (B, S) bool `key_padding_mask=~real` instead: one mask per "
-                "sequence, True = pad."
-            ),
             "the mask on the query axis": (
                 "Pass the (B, S) mask as `key_padding_mask=~real`, not an `attn_mask` built from `real[:, :, None]`: "
                 "its last axis must index keys."
+            ),
+            "the pads' outputs set to 0": (
+                "Delete the step after the `mha(...)` call that zeroes the pad rows (`out.masked_fill(...)`, "
+                "`torch.where(real[..., None], out, 0)` or `out * real[..., None]`): return `out` as it comes."
             ),
         },
         hints=[
@@ -349,6 +364,14 @@ def _q2_no_mask(q, k, v):
     return torch.softmax(_scores(q, k), dim=-1) @ v
 
 
+def _q2_after_renormalized_nan_to_num(q, k, v):
+    return _q2_after_renormalized(q, k, v).nan_to_num(0.0)  # the 0/0 row of a dominant future score, zeroed
+
+
+def _q2_scale_by_length(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-2]) + _square_mask(q), dim=-1) @ v
+
+
 _Q2_MISTAKES = {
     "generate_square_subsequent_mask is an *additive* mask, 0 where a query may attend and -inf where it may "
     "not, so `mask == 0` selects the allowed keys and blocks them: every query attends only to the future "
@@ -361,6 +384,11 @@ _Q2_MISTAKES = {
     "softmax, and renormalizing divides 0 by 0 (equal on paper only)": _q2_after_renormalized,
     "the bool mask added as 1/0: it shifts scores, it blocks nothing": _q2_bool_added,
     "no mask at all": _q2_no_mask,
+    "masking after the softmax and renormalizing, with the NaN rows set to 0: where a future score dominates, the "
+    "first softmax gives the allowed keys weight 0, and that query's output becomes 0 instead of a mix of the values "
+    "it may see": _q2_after_renormalized_nan_to_num,
+    "the scale 1/√L, with L the number of tokens: the scores are dot products of length d = q.shape[-1], so the "
+    "scale is 1/√d": _q2_scale_by_length,
 }
 
 
@@ -377,6 +405,13 @@ def _future_does_not_leak(run: Run) -> str | None:
                 "earlier outputs must not depend on the future"
             )
     return None
+
+
+_future_does_not_leak.next_step = (  # type: ignore[attr-defined]
+    "Print your attention weights for the first query of that input: every weight on a later key must be exactly 0. "
+    "Put the mask into the scores before the softmax (`scores + mask`, or `scores.masked_fill(~allowed, "
+    "float('-inf'))`), not onto the weights after it."
+)
 
 
 _Q2_SOLUTION = """
@@ -436,6 +471,8 @@ def _q2() -> FunctionExercise:
             "masking after the softmax, then renormalizing": _q2_after_renormalized,
             "a bool mask added as 1/0": _q2_bool_added,
             "no mask": _q2_no_mask,
+            "masking after the softmax, renormalizing, and zeroing the NaN rows": _q2_after_renormalized_nan_to_num,
+            "the scale 1/sqrt(L) instead of 1/sqrt(d)": _q2_scale_by_length,
             _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
         },
         next_steps={
@@ -463,6 +500,14 @@ def _q2() -> FunctionExercise:
                 "`(mask == 0).to(dtype)`."
             ),
             "no mask": "Add `generate_square_subsequent_mask(L)` to the scores before `torch.softmax`.",
+            "masking after the softmax, renormalizing, and zeroing the NaN rows": (
+                "Replace the four steps (softmax, `* mask`, renormalize, `nan_to_num`) by one "
+                "`torch.softmax(scores + mask, dim=-1)`: with -inf in the scores no allowed weight underflows."
+            ),
+            "the scale 1/sqrt(L) instead of 1/sqrt(d)": (
+                "Divide the scores by `math.sqrt(q.shape[-1])`, the length of each query, not `math.sqrt(L)` with "
+                "`L = q.shape[-2]`."
+            ),
         },
         hints=[
             "Print `torch.nn.Transformer.generate_square_subsequent_mask(3)`. Which entries are 0, which -inf?",
@@ -528,6 +573,10 @@ def _q3_heads_scale(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / math.sqrt(q.shape[1]))
 
 
+def _q3_length_scale(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / math.sqrt(q.shape[-2]))
+
+
 def _q3_inverted_bool(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=_tril(q, torch.bool).T.contiguous())
 
@@ -544,6 +593,7 @@ _Q3_MISTAKES = {
     "no scale at all": _q3_unscaled,
     "the scale uses the number of heads, not the head dimension": _q3_heads_scale,
     "a bool mask with the triangle transposed: queries see the future": _q3_inverted_bool,
+    "the scale uses the number of tokens L, not the head dimension": _q3_length_scale,
 }
 
 
@@ -582,6 +632,7 @@ def _q3() -> FunctionExercise:
             "no scale": _q3_unscaled,
             "1/sqrt(heads)": _q3_heads_scale,
             "the transposed bool mask": _q3_inverted_bool,
+            "1/sqrt(L)": _q3_length_scale,
             _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
         },
         next_steps={
@@ -602,6 +653,10 @@ def _q3() -> FunctionExercise:
                 "Take the scale from the last axis, `q.size(-1)` (head_dim), not `q.size(1)` (heads); or leave `scale` out."
             ),
             "the transposed bool mask": "Drop the `.T`: pass `torch.ones(L, L, dtype=torch.bool).tril()` as it comes.",
+            "1/sqrt(L)": (
+                "Take the scale from the last axis, `q.size(-1)` (head_dim), not `q.size(-2)` (the number of tokens); "
+                "or leave `scale` out."
+            ),
         },
         hints=[
             "There are two bugs: one in the scale, one in the mask.",
@@ -717,9 +772,9 @@ _Q4_MISTAKES = {
 }
 
 #: Scales a learner might divide the scores by: (what it divides by, the function of Q, K, V, with a square root?).
+#: √d_v and √(number of keys) are wrong answers of their own (`_q4_d_v`, `_q4_keys_as_d_k`): a variant with the same
+#: outputs as a wrong answer would give the checker two names for one answer.
 _Q4_SCALES = {
-    "√d_v (the length of the values)": (lambda Q, K, V: V.size(-1), True),
-    "√(number of keys)": (lambda Q, K, V: K.size(-2), True),
     "√(number of queries)": (lambda Q, K, V: Q.size(-2), True),
     "d_k (no square root)": (_d_k, False),
     "1 (no scale)": (lambda Q, K, V: 1, True),
@@ -727,23 +782,18 @@ _Q4_SCALES = {
 
 
 def _q4_variants() -> dict[str, Callable[..., object]]:
-    """The seed's function fixed in every way but one: the scale, the fill or the empty-row guard."""
-    variants = {
+    """The seed's function fixed in every way but the scale.
+
+    The fills and guards are wrong answers already, each standing for every answer with its outputs: a fill of
+    -1e4 gives what -1e5 gives, -1e9 without a guard is the seed itself, and multiplying the NaN rows by has_key
+    leaves them as no guard does (the checker tells that guard apart by watching for NaN × 0, not by outputs).
+    """
+    return {
         f"dividing the scores by {name} instead of √d_k": (
             lambda Q, K, V, mask=None, length=length, root=root: _attention(Q, K, V, mask, length=length, root=root)
         )
         for name, (length, root) in _Q4_SCALES.items()
     }
-    for fill in (-1e4, -1e5):
-        variants[f"a fill of {fill:g} with the empty-row guard"] = (
-            lambda Q, K, V, mask=None, fill=fill: _attention(Q, K, V, mask, fill=fill)
-        )
-    for fill in (float("-inf"), -1e9):
-        variants[f"a fill of {fill:g} with no empty-row guard"] = (
-            lambda Q, K, V, mask=None, fill=fill: _attention(Q, K, V, mask, fill=fill, guard=None)
-        )
-    variants["a fill of -inf, the empty rows multiplied by has_key"] = _q4_multiply_guard
-    return variants
 
 
 class _NanTimesZero(TorchFunctionMode):
@@ -802,6 +852,13 @@ def _blocked_keys_do_not_leak(run: Run) -> str | None:
     return None
 
 
+_blocked_keys_do_not_leak.next_step = (  # type: ignore[attr-defined]
+    "Print `torch.softmax(scores, dim=-1)` on that input after your fill: every blocked key's weight must be exactly "
+    "0. A finite fill leaves weight on a blocked key when the allowed scores are far below it: fill with "
+    "`float('-inf')`."
+)
+
+
 _Q4_SOLUTION = """
 ```python
 def seed_attention(Q, K, V, mask=None):
@@ -811,7 +868,8 @@ def seed_attention(Q, K, V, mask=None):
         scores = scores.masked_fill(mask == 0, float("-inf"))
     attention_weights = F.softmax(scores, dim=-1)
     if mask is not None:                                   # a row with no allowed key: zeros, not NaN
-        attention_weights = attention_weights.nan_to_num(0.0)
+        has_key = mask.any(dim=-1, keepdim=True)           # decided by the mask, not by the values
+        attention_weights = torch.where(has_key, attention_weights, 0.0)
     return torch.matmul(attention_weights, V)
 ```
 `d_k` is the length of the query and key vectors, `Q.size(-1)`: the scores are their dot
@@ -819,8 +877,10 @@ products (not the values' length, nor the number of keys). With it defined, the 
 gives the right weights on every row with an allowed key; on a row with none it gives uniform
 weights, so that query's output is the average of all values, where torch's SDPA returns zeros.
 A fill of -inf removes blocked keys whatever the scores are, and the empty rows are then zeroed
-explicitly (here through `nan_to_num`; or select with `torch.where(mask.any(-1, keepdim=True),
-out, 0.0)`, never multiply: NaN × 0 is NaN). A far finite fill with the same guard is right
+by selecting on the mask, `torch.where(has_key, ..., 0.0)` (on the weights or on the output),
+never by multiplying: NaN × 0 is NaN. `nan_to_num(0.0)` gives the same here, where an empty row
+is NaN, but it decides by the values: lesson 05c meets GPU backends whose empty rows are finite,
+and there only the mask can tell. A far finite fill with the same guard is right
 too; -1e5 or -1e4 is not, as the case with scores of size 1e6 shows. Without a mask, the
 function is plain attention: keep every mask step under `if mask is not None`.
 """
@@ -860,7 +920,7 @@ def _q4() -> FunctionExercise:
         properties=[_blocked_keys_do_not_leak],
         wrong_answers={
             "the seed with d_k defined": _q4_seed_with_d_k,
-            "a -1e5 fill": _q4_weak_fill,
+            "a fill of -1e5 or -1e4, with the empty-row guard": _q4_weak_fill,
             _Q4_NAN_ROWS: _q4_minus_inf,
             "d_k from the number of keys": _q4_keys_as_d_k,
             "d_k from the values, √d_v": _q4_d_v,
@@ -871,11 +931,8 @@ def _q4() -> FunctionExercise:
         variants=_q4_variants(),
         advice={
             _Q4_NAN_ROWS: (
-                "Zero those rows by selecting, `torch.where(has_key, out, 0.0)`, or with `nan_to_num(0.0)` on the "
-                "weights. Multiplying by has_key does not: NaN × 0 is NaN."
-            ),
-            "a fill of -inf, the empty rows multiplied by has_key": (
-                "NaN × 0 is NaN: select with `torch.where(has_key, out, 0.0)` instead of multiplying."
+                "Zero those rows by selecting on the mask, `torch.where(has_key, out, 0.0)` with "
+                "`has_key = mask.any(-1, keepdim=True)`. Multiplying by has_key does not: NaN × 0 is NaN."
             ),
             **{
                 f"dividing the scores by {name} instead of √d_k": (
@@ -888,13 +945,16 @@ def _q4() -> FunctionExercise:
         next_steps={
             **_IN_PLACE_NEXT,
             "the seed with d_k defined": (
-                "Change the fill `-1e9` to `float('-inf')`, then add `attention_weights = "
-                "attention_weights.nan_to_num(0.0)` after the softmax."
+                "Change the fill `-1e9` to `float('-inf')` and, after the softmax, select on the mask: "
+                "`attention_weights = torch.where(mask.any(-1, keepdim=True), attention_weights, 0.0)`."
             ),
-            "a -1e5 fill": "Change the fill in `masked_fill(mask == 0, -1e5)` to `float('-inf')`; keep the guard.",
+            "a fill of -1e5 or -1e4, with the empty-row guard": (
+                "Change the fill (`-1e5` or `-1e4`) in `masked_fill(mask == 0, ...)` to `float('-inf')`; keep your "
+                "guard as it is."
+            ),
             _Q4_NAN_ROWS: (
-                "After `F.softmax`, add `attention_weights = attention_weights.nan_to_num(0.0)` under "
-                "`if mask is not None:`."
+                "After `F.softmax`, under `if mask is not None:`, add `attention_weights = "
+                "torch.where(mask.any(-1, keepdim=True), attention_weights, 0.0)`."
             ),
             "d_k from the number of keys": "Set `d_k = Q.size(-1)`, not `K.size(-2)`.",
             "d_k from the values, √d_v": "Set `d_k = Q.size(-1)` (or `K.size(-1)`), not `V.size(-1)`.",
@@ -906,16 +966,6 @@ def _q4() -> FunctionExercise:
                 "Delete `weights = weights * mask` and fill the scores before the softmax: "
                 "`scores.masked_fill(mask == 0, float('-inf'))`."
             ),
-            "a fill of -inf, the empty rows multiplied by has_key": (
-                "Replace `out * has_key` by `torch.where(has_key, out, 0.0)`."
-            ),
-            **{f"a fill of {fill:g} with the empty-row guard": (
-                f"Change the fill `{fill:g}` to `float('-inf')` in `masked_fill`; keep your guard as it is.")
-               for fill in (-1e4, -1e5)},
-            **{f"a fill of {fill:g} with no empty-row guard": (
-                f"Keep the fill `{fill:g}` if you like, and add `out = torch.where(mask.any(-1, keepdim=True), out, "
-                "0.0)` before the return.")
-               for fill in (float("-inf"), -1e9)},
             **{f"dividing the scores by {name} instead of √d_k": (
                 f"Change the divisor of `torch.matmul(Q, K.transpose(-2, -1))` from {name.split(' (')[0]} to "
                 "`math.sqrt(Q.size(-1))`: the last axis of Q, not of V and not a count of tokens.")
@@ -924,15 +974,17 @@ def _q4() -> FunctionExercise:
         hints=[
             "Run it first: what does Python say about `d_k`?",
             "With d_k defined, compare it with F.scaled_dot_product_attention on a row whose keys are all blocked.",
-            "Fill with -inf, then give a row with no allowed key zero weights by selecting, not multiplying "
-            "(e.g. `nan_to_num(0.0)`). Keep working when `mask` is None.",
+            "Fill with -inf, then give a row with no allowed key zero weights by selecting on the mask, not "
+            "multiplying: `torch.where(mask.any(-1, keepdim=True), attention_weights, 0.0)`. Keep working when "
+            "`mask` is None.",
         ],
         solution=_Q4_SOLUTION,
         rtol=_RTOL,
         atol=_ATOL,
         nonfinite_hint=(
             "A NaN row is a query with no allowed key: -inf - (-inf) in the softmax. Give such rows zeros by "
-            "selecting (`torch.where`, `nan_to_num`): multiplying keeps them NaN, since NaN × 0 is NaN."
+            "selecting on the mask (`torch.where(mask.any(-1, keepdim=True), ..., 0.0)`): multiplying keeps them "
+            "NaN, since NaN × 0 is NaN."
         ),
     )
 

@@ -17,6 +17,8 @@ from .core import (
     starter,
     sums_to_one,
     ValueExercise,
+    Verdict,
+    describe,
 )
 
 
@@ -64,6 +66,25 @@ def _q1_ascending_sort(x: np.ndarray) -> np.ndarray:
     support = max(int((1 + k * z > cumsum).sum()), 1)
     tau = (cumsum[support - 1] - 1) / support
     return np.maximum(x - tau, 0)
+
+
+def _q1_k_from_zero(x: np.ndarray) -> np.ndarray:
+    z, cumsum, _ = _sorted_cumsum(x)
+    k = np.arange(z.size)  # 0, 1, ...: the test then counts one key too few, and often none
+    support = (1 + k * z > cumsum).sum()
+    tau = (cumsum[support - 1] - 1) / support
+    return np.maximum(x - tau, 0)
+
+
+def _q1_one_michelot_step(x: np.ndarray) -> np.ndarray:
+    tau = (np.sum(x) - 1) / np.size(x)  # tau of the whole row, as if every key were in the support
+    support = x > tau  # one refinement of the support, where Michelot's algorithm repeats until it stops changing
+    tau = (x[support].sum() - 1) / support.sum()
+    return np.maximum(x - tau, 0)
+
+
+def _q1_one_hot(x: np.ndarray) -> np.ndarray:
+    return (np.arange(np.size(x)) == np.argmax(x)).astype(float)  # sparsemax is one-hot only for a top gap >= 1
 
 
 def _q1_sorted_order(x: np.ndarray) -> np.ndarray:
@@ -142,6 +163,19 @@ def _q1_not_exact(floors: tuple[float, ...], clips: tuple[float, ...]) -> dict:
     }
 
 
+def _q1_sums_to_one(run: Run) -> str | None:
+    """Property: the weights sum to 1, as :func:`sums_to_one` checks, with sparsemax's own next step."""
+    return sums_to_one(run)
+
+
+_q1_sums_to_one.next_step = (  # type: ignore[attr-defined]
+    "Print `support`, `tau` and `np.maximum(x - tau, 0).sum()` on that input: with the right support size k "
+    "(the count of `1 + k * z > cumsum` for `k = np.arange(1, n + 1)`, from 1) and `tau = (cumsum[k - 1] - 1) / k`, "
+    "the sum is 1 exactly; if you iterate, repeat until the support stops changing."
+)
+_q1_sums_to_one.coarse = getattr(sums_to_one, "coarse", False)  # type: ignore[attr-defined]
+
+
 def _q1_exact_zeros(run: Run) -> str | None:
     """Property: where sparsemax gives exactly 0, so does the answer (-0.0 counts as 0; 1e-10 does not)."""
     nonzero = (run.expected == 0) & (run.output != 0)
@@ -150,6 +184,10 @@ def _q1_exact_zeros(run: Run) -> str | None:
     largest = float(np.abs(run.output[nonzero]).max())
     small = ": sparsemax's zeros are exact, not small" if largest < 1e-3 else ""
     return f"gives weight {largest:.2g} to a key whose sparsemax weight is exactly 0{small}"
+
+
+# Checked also for a nearly right answer (core: `precise`): sparsemax's zeros are exact, which no rounding explains.
+_q1_exact_zeros.precise = True  # type: ignore[attr-defined]
 
 
 _q1_exact_zeros.next_step = (  # type: ignore[attr-defined]
@@ -200,9 +238,10 @@ def _q1() -> FunctionExercise:
             Case((np.array([-0.9, -1.8, -1.1, 0.5, -0.9, -2.8]),)),
             Case((np.array([1000.0, 999.4, 0.0, 999.9]),)),
             Case((np.array([-2.0, -1.3, -3.5, -1.1]),)),  # all negative: tau = -1.7, two keys in the support
+            # Far below 0: an answer that special-cases rows whose maximum is below some threshold (-1.5, say) fails here.
+            Case((np.array([-5.0, -5.5]),)),
         ],
         probes=[
-            Case((np.array([-5.0, -5.5]),)),
             Case((np.array([-0.2, -0.1, -0.4, -3.0, -0.3]),)),
             Case((np.array([-1000.0, -999.5, -1001.0]),)),
             Case((np.array([0.05, -0.5, -0.2]),)),
@@ -212,7 +251,7 @@ def _q1() -> FunctionExercise:
             _q1_exact_zeros,
             # After the exact zeros: sparsemax's zeros stay exact in float32, and the small-weight answers are named first.
             float32_rounding("compute in float64: sort and sum the row as it comes (float64), without astype(np.float32) or dtype=np.float32"),
-            sums_to_one,
+            _q1_sums_to_one,
             shift_invariant,
         ],
         wrong_answers={
@@ -220,7 +259,10 @@ def _q1() -> FunctionExercise:
             "no clipping at 0": _q1_no_clipping,
             "forgetting the 1 in the support test": _q1_no_plus_one,
             "forgetting the -1 in tau": _q1_no_minus_one,
-            "sorting ascending": _q1_ascending_sort,
+            # Sorting ascending gives what tau from all entries gives (every k passes the test): that label names it.
+            "counting k from 0 in the support test": _q1_k_from_zero,
+            "one-hot on the largest score (argmax)": _q1_one_hot,
+            "one refinement of the support instead of iterating it (one Michelot step)": _q1_one_michelot_step,
             "returning the weights in sorted order instead of the order of x": _q1_sorted_order,
             "softmax with small weights dropped, renormalized": _q1_renormalized_softmax,
             "relu(x) / sum(relu(x))": _q1_relu_normalization,
@@ -236,6 +278,10 @@ def _q1() -> FunctionExercise:
             **_q1_not_exact((1e-3, 1e-6), (1e-3, 1e-6)),
         },
         advice={
+            "one-hot on the largest score (argmax)": (
+                "Sparsemax is one-hot only where the largest score leads the next by 1 or more; a smaller gap leaves "
+                "several keys in the support."
+            ),
             **dict.fromkeys(
                 (
                     "clipping the negative scores to 0 first",
@@ -271,7 +317,19 @@ def _q1() -> FunctionExercise:
             "no clipping at 0": "Wrap your return value in `np.maximum(x - tau, 0)`.",
             "forgetting the 1 in the support test": "Change the test to `1 + k * z > cumsum`, with the `1 +`.",
             "forgetting the -1 in tau": "Change tau to `(cumsum[support - 1] - 1) / support`: subtract 1 before dividing.",
-            "sorting ascending": "Reverse the sort: `z = np.sort(x)[::-1]`, so that `z[0]` is the largest score.",
+            "one-hot on the largest score (argmax)": (
+                "Compute tau from the sorted scores (`np.sort`, `np.cumsum` and the test `1 + k * z > cumsum`) and "
+                "return `np.maximum(x - tau, 0)`: on [1.0, 0.8, 0.5, -1.0] the top gap is 0.2, below 1, so three "
+                "keys share the weight."
+            ),
+            "counting k from 0 in the support test": (
+                "Count k from 1: `k = np.arange(1, x.size + 1)`, so that the top score alone (k = 1) always passes "
+                "`1 + k * z > cumsum`."
+            ),
+            "one refinement of the support instead of iterating it (one Michelot step)": (
+                "Repeat `support = x > tau` and `tau = (x[support].sum() - 1) / support.sum()` in a loop until "
+                "`support` stops changing, or take the support size from the sorted test `1 + k * z > cumsum`."
+            ),
             "returning the weights in sorted order instead of the order of x": (
                 "Return `np.maximum(x - tau, 0)` computed from the original `x`, not from the sorted `z`."
             ),
@@ -309,9 +367,42 @@ def _q1() -> FunctionExercise:
 
 _Q2_ROWS = np.array([[0.4, 0.0], [1.5, 0.0]])
 
+#: A prediction within the tolerance everywhere but not 0 where sparsemax is: softmax's "near zero", not sparsemax's zero.
+_Q2_NOT_EXACT = "a small weight where sparsemax gives exactly 0"
+
+
+class _ExactZeroPrediction(ValueExercise):
+    """A prediction whose zeros must be exact: the tolerance admits rounded weights, never a small one for a 0.
+
+    Sparsemax's point is that a key gets a weight of exactly 0. A prediction of 0.0003 there is softmax's "near
+    zero" (source 002's word), within the tolerance of 5e-4 and yet the one thing the exercise asks to see.
+    """
+
+    def evaluate(self, answer: object) -> Verdict:
+        verdict = super().evaluate(answer)
+        if not verdict.passed:
+            return verdict
+        try:
+            if type(answer).__module__.startswith("torch"):
+                answer = answer.detach().cpu().numpy()  # type: ignore[attr-defined]
+            got = np.asarray(answer, dtype=np.float64)
+        except (TypeError, ValueError):  # accepted by the checker, so numbers; nothing more to say
+            return verdict
+        stray = (np.asarray(self.reference) == 0) & (got != 0)
+        if not stray.any():
+            return verdict
+        return Verdict(
+            "incorrect",
+            f"✗ Not yet: you wrote {describe(got[stray].flat[0])} where sparsemax gives exactly 0. The rest is within "
+            "the tolerance, but that zero is the point: once the gap reaches 1, the second key leaves the support and "
+            "its weight is max(0 - tau, 0) = 0, not small. Softmax never gives 0; sparsemax does.",
+            mistake=_Q2_NOT_EXACT,
+            next_step=self.next_steps.get(_Q2_NOT_EXACT),
+        )
+
 
 def _q2() -> ValueExercise:
-    return ValueExercise(
+    return _ExactZeroPrediction(
         "06",
         "q2",
         "Predict sparsemax([0.4, 0]) and sparsemax([1.5, 0])",
@@ -334,6 +425,11 @@ def _q2() -> ValueExercise:
                 [[0.7, 0.3], [0.75, 0.25]],
                 "the second row's gap is 1.5, more than 1: the second key gets exactly 0.",
             ),
+            # Within the tolerance: rejected by _ExactZeroPrediction.evaluate, which writes its own feedback.
+            _Q2_NOT_EXACT: (
+                [[0.7, 0.3], [0.9997, 0.0003]],
+                "sparsemax gives exactly 0 there, not a small weight.",
+            ),
         },
         next_steps={
             "softmax": (
@@ -344,6 +440,10 @@ def _q2() -> ValueExercise:
             "one-hot for both": "Compute `(1 + t) / 2` for the first row, t = 0.4: the gap is below 1, so both weights are positive.",
             "both in the support, no saturation, first row right": (
                 "Apply `min((1 + t) / 2, 1)` to the second row, t = 1.5."
+            ),
+            _Q2_NOT_EXACT: (
+                "Work the second row through the support test: `1 + 2 * 0 > 1.5 + 0` is False, so k = 1, "
+                "`tau = (1.5 - 1) / 1 = 0.5`, and the weights `max([1.5, 0] - tau, 0)`: write each as it comes."
             ),
         },
         hints=[

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..softmax import softmax
 from ..sparse import entmax_bisect
-from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, starter
+from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, Verdict, starter
 
 
 # --- q1: the alpha at which a row becomes one-hot -----------------------------------
@@ -21,8 +21,43 @@ def _one_hot_alpha(row: np.ndarray) -> float:
     return float(1 + 1 / (top[0] - top[1]))
 
 
+#: Where the smallest key, -0.5, leaves the support: alpha = 1.5805 (bisection in alpha). The scan after the exercise
+#: shows it between 1.55 and 1.60, so a learner who read the scan for the wrong key answers anywhere in that range.
+_Q1_SMALLEST_LEAVES = 1.5805
+_Q1_SMALLEST_LABEL = "where the smallest key leaves, not the second-largest"
+_Q1_SMALLEST_BAND = (1.55, 1.61)
+
+
+class _BandedPrediction(ValueExercise):
+    """A prediction whose one wrong answer is a range, not a value: a reading of a scan, to 2 or 3 digits."""
+
+    def __init__(self, *args: object, band: tuple[str, float, float, str], **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.band = band
+
+    def evaluate(self, answer: object) -> Verdict:
+        verdict = super().evaluate(answer)
+        if verdict.status != "incorrect" or verdict.mistake is not None:
+            return verdict
+        label, lo, hi, text = self.band
+        try:
+            got = np.asarray(answer, dtype=np.float64)
+        except (TypeError, ValueError):  # text such as "9/4", or not numbers: the verdict above said why
+            return verdict
+        if got.shape == np.shape(self.reference) and lo <= float(got) <= hi:
+            return Verdict("incorrect", f"✗ Not yet: {text}", mistake=label, next_step=self.next_steps.get(label))
+        return verdict
+
+
+_Q1_SMALLEST_TEXT = (
+    "about 1.58 is where the smallest score, -0.5, leaves the support (the scan after this exercise finds it "
+    "between 1.55 and 1.60). The row is one-hot only once the second-largest score, 0.2, has left as well, at a "
+    "larger alpha."
+)
+
+
 def _q1() -> ValueExercise:
-    return ValueExercise(
+    return _BandedPrediction(
         "06b",
         "q1",
         "Predict the alpha at which entmax of [1.0, 0.2, -0.5] becomes one-hot",
@@ -38,12 +73,28 @@ def _q1() -> ValueExercise:
                 1 + 1 / 1.5,
                 "that uses the gap to the smallest score, -0.5. The second-largest score, 0.2, is the last to leave.",
             ),
+            "1 + the gap to the smallest score": (
+                2.5,
+                "that is 1 + 1.5, the gap from 1.0 to the smallest score added to 1. The condition is "
+                "(alpha - 1) * gap >= 1, and the gap is to the second-largest score, the last to leave.",
+            ),
+            # Also every answer in _Q1_SMALLEST_BAND, matched by _BandedPrediction.evaluate.
+            _Q1_SMALLEST_LABEL: (_Q1_SMALLEST_LEAVES, _Q1_SMALLEST_TEXT),
         },
+        band=(_Q1_SMALLEST_LABEL, *_Q1_SMALLEST_BAND, _Q1_SMALLEST_TEXT),
         next_steps={
             "sparsemax": "Solve `(alpha - 1) * 0.8 = 1` for alpha: the top gap here is 1.0 - 0.2 = 0.8, not 1.",
             "1 + gap": "Divide instead of adding: `alpha - 1 = 1 / 0.8`, so `alpha = 1 + 1 / 0.8`.",
             "1 / gap": "Add the 1 back: `alpha = 1 + 1 / 0.8`.",
             "gap to the smallest score": "Use the top gap `1.0 - 0.2 = 0.8` in `alpha = 1 + 1 / gap`, not `1.0 - (-0.5)`.",
+            "1 + the gap to the smallest score": (
+                "Two changes: the gap to the second-largest score, `1.0 - 0.2 = 0.8`, and its reciprocal, "
+                "`alpha = 1 + 1 / 0.8`."
+            ),
+            _Q1_SMALLEST_LABEL: (
+                "Follow the second key instead: solve `(alpha - 1) * (1.0 - 0.2) = 1`, or read the scan where the "
+                "weight of 0.2 reaches 0."
+            ),
         },
         hints=[
             "alpha-entmax gives p_i = [(alpha - 1) x_i - tau]_+ ^ (1 / (alpha - 1)). One-hot means the top weight alone is 1.",
@@ -101,6 +152,15 @@ def _q2_mean_under_p(g, p, alpha):
     return s * (g - p @ g)
 
 
+def _q2_sign_flipped(g, p, alpha):
+    return -_q2_reference(g, p, alpha)  # (s . g) / sum(s) * s - s * g: the two terms swapped
+
+
+def _q2_sqrt_p(g, p, alpha):
+    s = np.sqrt(p)  # 1.5-entmax's s for every alpha (sqrt(0) = 0 keeps the support)
+    return s * g - (s @ g) / s.sum() * s
+
+
 def _q2_unweighted(g, p, alpha):
     s = (p > 0).astype(float)
     return s * g - (s @ g) / s.sum() * s
@@ -144,6 +204,10 @@ def _float32_only(run: Run) -> str | None:
     )
 
 
+# Checked also for a nearly right answer (core: `precise`): it names float32 values, which no rounding explains.
+_float32_only.precise = True  # type: ignore[attr-defined]
+
+
 def _tiny_weight_kept(run: Run) -> str | None:
     """Property: a key whose weight is tiny but positive is in the support and gets its gradient."""
     p = np.asarray(run.case.args[1])
@@ -154,6 +218,10 @@ def _tiny_weight_kept(run: Run) -> str | None:
             "the support is every key with p > 0, however small"
         )
     return None
+
+
+# Checked also for a nearly right answer (core: `precise`): an exact 0 where the reference is not, which no rounding explains.
+_tiny_weight_kept.precise = True  # type: ignore[attr-defined]
 
 
 def _sums_to_zero(run: Run) -> str | None:
@@ -169,6 +237,10 @@ def _zero_off_support(run: Run) -> str | None:
     if (run.output[p == 0] != 0).any():
         return "gives a gradient to a key whose weight is exactly 0: s must be 0 off the support"
     return None
+
+
+# Checked also for a nearly right answer (core: `precise`): exact zeros off the support, which no rounding explains.
+_zero_off_support.precise = True  # type: ignore[attr-defined]
 
 
 _Q2_SOLUTION = """
@@ -236,6 +308,8 @@ def _q2() -> FunctionExercise:
             "the support indicator for every alpha (sparsemax's Jacobian)": _q2_unweighted,
             "normalizing s to sum 1 before using it twice": _q2_normalized_s,
             "subtracting the p-weighted mean of g instead of the s-weighted one": _q2_mean_under_p,
+            "the sign flipped (the two terms swapped)": _q2_sign_flipped,
+            "1.5-entmax's s = sqrt(p) for every alpha": _q2_sqrt_p,
         },
         variants={
             _Q2_SMALL_LABEL: _q2_support_above(_Q2_SMALL_CUT),
@@ -269,6 +343,14 @@ def _q2() -> FunctionExercise:
             ),
             "subtracting the p-weighted mean of g instead of the s-weighted one": (
                 "Change `p @ g` to `(s @ g) / s.sum()` in the subtracted term."
+            ),
+            "the sign flipped (the two terms swapped)": (
+                "Swap the two terms back: `s * g - (s @ g) / s.sum() * s`, the diagonal part first. At alpha = 1 it "
+                "must equal softmax's `p * g - (p @ g) * p`."
+            ),
+            "1.5-entmax's s = sqrt(p) for every alpha": (
+                "Make the exponent depend on alpha: `s = np.where(p > 0, p ** (2 - alpha), 0.0)`; `np.sqrt(p)` is "
+                "the case alpha = 1.5 only."
             ),
             _Q2_SMALL_LABEL: f"Change the test `p > {_Q2_SMALL_CUT:g}` (or `np.isclose(p, 0)`) to `p > 0`.",
             "the right formula computed in float32": (

@@ -7,6 +7,7 @@ import math
 import os
 import sys
 from dataclasses import dataclass
+from typing import Any, Callable
 
 import numpy as np
 
@@ -18,6 +19,8 @@ from .core import (
     FunctionExercise,
     Run,
     ValueExercise,
+    _conversions_keep,
+    _learner_line,
     float32_rounding,
     peak_memory,
     starter,
@@ -315,15 +318,335 @@ def _torch_used(function, args: tuple) -> str | None:
 
 
 def _numpy_only(run: Run) -> str | None:
-    """The answer runs in NumPy: tracemalloc, which measures its memory, cannot see PyTorch's allocations."""
+    """The answer runs in NumPy: the checker follows its reads of k and v, and its memory, through NumPy only."""
     used = _torch_used(run.function, copy.deepcopy(run.case.args))
     if used is None:
         return None
     return (
-        f"is right, but your function uses PyTorch ({used}). The checker measures your memory with Python's "
-        "tracemalloc, which sees NumPy's arrays but not PyTorch's tensors, so it cannot tell whether you "
-        "ever form the (L, S) score matrix: write the loop in NumPy"
+        f"is right, but your function uses PyTorch ({used}). The checker follows which rows of k and v your loop "
+        "reads through NumPy's operations, and measures your memory with Python's tracemalloc, which sees "
+        "NumPy's arrays but not PyTorch's tensors: in PyTorch it can tell neither whether you walk the keys in "
+        "tiles nor whether you ever form the (L, S) score matrix. Write the loop in NumPy"
     )
+
+
+# The structure checks hold or fail whatever the numbers: they run for a nearly right answer too (core's `precise`).
+_numpy_only.precise = True  # type: ignore[attr-defined]
+_numpy_only.next_step = (  # type: ignore[attr-defined]
+    "Replace each `torch.` call by its NumPy twin (`torch.exp` by `np.exp`, `torch.maximum` by `np.maximum`, "
+    "`.max(dim=1).values` by `.max(axis=1)`) and drop `torch.from_numpy`: the loop works on the arrays as given."
+)
+
+
+# --- following the rows of k and v that an answer reads ---------------------------------------
+#
+# The lesson's idea is a structure: the keys are read one tile of block_k at a time, and each row's m, ell and acc
+# carry the softmax from one tile to the next. The numbers cannot show it (a softmax over all keys at once gives
+# the same output), and neither can memory (one row of S scores is no larger than a copy of k). So on one case
+# the checker hands the answer k and v as `_Rows`: arrays that report, for every NumPy operation that combines
+# them with other data, how many keys it reads at once.
+
+#: Where NumPy and this package live: a frame there is not the learner's.
+@dataclass
+class _WideRead:
+    """One operation that read more than block_k keys at once: which input, how many, how and where."""
+
+    name: str  # "k" or "v"
+    keys: int
+    how: str  # the operation, in backticks: "`@`", "`np.einsum`", "the `.dot` method", ...
+    queries: int | None  # the query rows it combined them with, where the operation says (a product)
+    line: str | None  # the learner's line, where its source is available
+
+
+class _Reads:
+    """What an answer did with k and v in one call: the first operation that read more than block_k keys."""
+
+    def __init__(self, block_k: int) -> None:
+        self.block_k = block_k
+        self.wide: _WideRead | None = None
+
+    def note(self, rows: "_Rows", how: str, queries: int | None = None) -> None:
+        if self.wide is None and rows.keys() > self.block_k:
+            self.wide = _WideRead(rows.name, rows.keys(), how, queries, _learner_line())
+
+
+def _plain(value: Any) -> Any:
+    """`value` with every `_Rows` in it (also inside lists, tuples and dicts) replaced by its plain array."""
+    if isinstance(value, _Rows):
+        return value._a
+    if isinstance(value, (list, tuple)):
+        return type(value)(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return {key: _plain(v) for key, v in value.items()}
+    return value
+
+
+def _row_ids(value: Any) -> Any:
+    """For each entry of `value`, the row of k or v it came from: a `_Rows`'s ids, -1 for plain arrays."""
+    if isinstance(value, _Rows):
+        return value._ids
+    if isinstance(value, np.ndarray):
+        return np.full(value.shape, -1)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_row_ids(v) for v in value)
+    return value
+
+
+def _rows_in(values: Any) -> list["_Rows"]:
+    if isinstance(values, _Rows):
+        return [values]
+    if isinstance(values, (list, tuple)):
+        return [rows for v in values for rows in _rows_in(v)]
+    if isinstance(values, dict):
+        return _rows_in(list(values.values()))
+    return []
+
+
+def _queries(rows: "_Rows", other: Any, rows_first: bool) -> int | None:
+    """The number of query rows a product of `rows` (keys) with `other` combines them with."""
+    if not isinstance(other, np.ndarray) or other.ndim == 0:
+        return None
+    if rows_first:  # k @ x: x's columns are the queries
+        return other.shape[-1] if other.ndim >= 2 else 1
+    return int(np.prod(other.shape[:-1], dtype=int))  # x @ k.T: x's rows
+
+
+#: NumPy functions that multiply their arguments together: each reads all the rows it is given at once.
+_PRODUCTS = {np.dot, np.vdot, np.inner, np.outer, np.einsum, np.tensordot, np.kron, np.linalg.multi_dot,
+             np.cross, np.convolve, np.correlate}
+#: NumPy functions that only move entries: the result's rows are the same function of the input's rows.
+_MOVES = {np.transpose, np.reshape, np.swapaxes, np.moveaxis, np.squeeze, np.expand_dims, np.atleast_1d,
+          np.atleast_2d, np.atleast_3d, np.split, np.array_split, np.hsplit, np.vsplit, np.copy, np.ravel,
+          np.take, np.flip, np.broadcast_to, np.pad}
+#: ... of which these take every positional argument as data (the others take indices or sizes after the first).
+_JOINS = {np.concatenate, np.stack, np.vstack, np.hstack, np.column_stack, np.dstack, np.block, np.append}
+#: Array methods that move entries, and methods that change each entry on its own: both keep the rows.
+_MOVING_METHODS = {"reshape", "transpose", "swapaxes", "ravel", "flatten", "squeeze", "copy", "take", "repeat",
+                   "diagonal", "compress"}
+_ENTRYWISE_METHODS = {"astype", "clip", "round", "conj", "conjugate"}
+#: Array methods that hand the numbers out of NumPy's sight.
+_CONVERTING_METHODS = {"tolist", "tobytes", "tofile"}
+_NEW_ARRAYS = {np.zeros_like, np.ones_like, np.empty_like, np.full_like}
+
+
+class _Rows(np.lib.mixins.NDArrayOperatorsMixin):
+    """k or v as the answer sees it: an array that tells the checker which of its rows each operation reads.
+
+    It holds the array (`_a`) and, entry by entry, the row of k or v that entry came from (`_ids`, the same
+    shape, -1 for entries from elsewhere). NumPy hands every ufunc (`@`, `*`, `np.exp`) to `__array_ufunc__`,
+    every other function to `__array_function__`, and C code that needs a plain array (the `.dot` method of
+    a plain array, `np.frombuffer`) calls `__array__`: so no read escapes. An operation that multiplies the
+    rows with other data, or converts them, reports how many keys it read to `_reads`; one that only moves
+    or rescales entries (a slice, `.T`, `k * scale`, a copy) gives another `_Rows` that knows its rows.
+    """
+
+    __slots__ = ("_a", "_ids", "name", "_reads")
+
+    def __init__(self, a: np.ndarray, ids: np.ndarray, name: str, reads: _Reads) -> None:
+        self._a, self._ids, self.name, self._reads = a, np.asarray(ids), name, reads
+
+    @classmethod
+    def of(cls, a: np.ndarray, name: str, reads: _Reads) -> "_Rows":
+        """`a` (S rows) watched: entry (j, e) came from row j."""
+        a = np.array(a)
+        return cls(a, np.repeat(np.arange(a.shape[0])[:, None], a.shape[1], axis=1), name, reads)
+
+    def keys(self) -> int:
+        """How many different rows of k or v this array holds entries of."""
+        ids = self._ids[self._ids >= 0]
+        return int(np.unique(ids).size)
+
+    def _derived(self, a: Any, ids: Any) -> Any:
+        if not isinstance(a, np.ndarray):
+            return a
+        return _Rows(a, np.broadcast_to(ids, a.shape).copy(), self.name, self._reads)
+
+    def _kept(self, dtype: Any = None, copy: bool | None = False) -> "_Rows":
+        """What `np.asarray(self, dtype)` (or `np.array`, with a copy) gives: the same rows, still watched."""
+        dtype = self._a.dtype if dtype is None else np.dtype(dtype)
+        if dtype == self._a.dtype and not copy:
+            return self
+        return self._derived(self._a.astype(dtype), self._ids)
+
+    # --- what NumPy calls --------------------------------------------------------------------
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        outs = kwargs.get("out", ())
+        result = getattr(ufunc, method)(*_plain(inputs), **_plain(kwargs))
+        mine = _rows_in(inputs)
+        if method == "__call__" and ufunc.signature is None:  # entry by entry: k * scale keeps k's rows
+            others = [x for x in inputs if not isinstance(x, _Rows) and np.size(x) > 1]
+            grown = isinstance(result, np.ndarray) and any(result.size > rows._a.size for rows in mine)
+            if others or grown:  # entries of the rows met other data (q[i] * k): a read of them all
+                for rows in mine:
+                    self._reads.note(rows, f"`np.{ufunc.__name__}`")
+            if outs and isinstance(outs[0], _Rows) and len(outs) == 1:
+                return outs[0]
+            same = [rows for rows in mine if isinstance(result, np.ndarray) and result.shape == rows._a.shape]
+            return same[0]._derived(result, same[0]._ids) if same else result
+        if method in ("__call__", "outer"):  # @, np.matmul, np.vecdot ...: a product
+            how = "`@`" if ufunc is np.matmul else f"`np.{ufunc.__name__}`"
+            for rows in mine:
+                first = inputs[0] is rows
+                other = _plain(inputs[1] if first else inputs[0]) if len(inputs) == 2 else None
+                self._reads.note(rows, how, _queries(rows, other, first) if method == "__call__" else None)
+        return result  # a reduction (k.max()) reads nothing into scores
+
+    def __array_function__(self, func: Callable[..., Any], types: Any, args: tuple, kwargs: dict) -> Any:
+        result = func(*_plain(args), **_plain(kwargs))
+        mine = _rows_in(args) + _rows_in(kwargs)
+        if func in _PRODUCTS:
+            for rows in mine:
+                first = len(args) >= 2 and args[0] is rows
+                other = _plain(args[1] if first else args[0]) if func is np.dot and len(args) >= 2 else None
+                queries = _queries(rows, other, first) if other is not None else None
+                self._reads.note(rows, f"`np.{func.__name__}`", queries)
+            return result
+        if func in _MOVES or func in _JOINS:
+            ids_args = _row_ids(args) if func in _JOINS else (_row_ids(args[0]), *_plain(args[1:]))
+            ids_kwargs = _plain(kwargs)
+            if func is np.pad and (args[2] if len(args) > 2 else kwargs.get("mode", "constant")) == "constant":
+                ids_kwargs = {**ids_kwargs, "constant_values": -1}  # padding holds no key
+            return self._pair(result, func(*ids_args, **ids_kwargs))
+        if func not in _NEW_ARRAYS and isinstance(result, np.ndarray):
+            for rows in mine:  # np.nan_to_num(k), np.where(..., k, ...): the same entries, changed one by one
+                if result.shape == rows._a.shape:
+                    return rows._derived(result, rows._ids)
+        return result
+
+    def _pair(self, result: Any, ids: Any) -> Any:
+        if isinstance(result, np.ndarray):
+            return self._derived(result, ids)
+        if isinstance(result, (list, tuple)):
+            return type(result)(self._pair(r, i) for r, i in zip(result, ids))
+        return result
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        # C code that needs a plain array: `x.dot(k)`, np.frombuffer, torch.tensor(k) ... it reads all it gets.
+        self._reads.note(self, "a conversion to a plain array (the `.dot` method of another array, or similar)")
+        return self._a if dtype is None else self._a.astype(dtype)
+
+    # --- what the answer calls ----------------------------------------------------------------
+
+    def __getitem__(self, index: Any) -> Any:
+        index = _plain(index)
+        return self._derived(self._a[index], self._ids[index])
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        index = _plain(index)
+        self._a[index] = _plain(value)
+        self._ids[index] = _row_ids(value) if isinstance(value, _Rows) else -1
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    @property
+    def T(self) -> "_Rows":  # noqa: N802 (NumPy's name)
+        return self._derived(self._a.T, self._ids.T)
+
+    @property
+    def mT(self) -> "_Rows":  # noqa: N802
+        return self._derived(self._a.mT, self._ids.mT)
+
+    def dot(self, other: Any, out: Any = None) -> Any:
+        self._reads.note(self, "the `.dot` method", _queries(self, _plain(other), True))
+        return self._a.dot(_plain(other)) if out is None else self._a.dot(_plain(other), out)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in _Rows.__slots__:  # not an array's: copy and pickle look for these
+            raise AttributeError(name)
+        attribute = getattr(self._a, name)  # shape, dtype, ndim, size ... and the methods below
+        if not callable(attribute):
+            return attribute
+
+        def method(*args: Any, **kwargs: Any) -> Any:
+            result = attribute(*_plain(args), **_plain(kwargs))
+            if name in _MOVING_METHODS:
+                return self._derived(result, getattr(self._ids, name)(*_plain(args), **_plain(kwargs)))
+            if name in _ENTRYWISE_METHODS and isinstance(result, np.ndarray) and result.shape == self._a.shape:
+                return self._derived(result, self._ids)
+            if name in _CONVERTING_METHODS:
+                self._reads.note(self, f"the `.{name}()` method")
+            return result  # a reduction (.max(), .sum()) or a number
+
+        return method
+
+    def __repr__(self) -> str:
+        return repr(self._a)
+
+    def __str__(self) -> str:
+        return str(self._a)
+
+    def __format__(self, spec: str) -> str:
+        return format(self._a, spec)
+
+    def __bool__(self) -> bool:
+        return bool(self._a)
+
+    def __float__(self) -> float:
+        return float(self._a)
+
+    def __int__(self) -> int:
+        return int(self._a)
+
+    def __index__(self) -> int:
+        return self._a.__index__()
+
+    def __copy__(self) -> "_Rows":
+        return self._derived(self._a.copy(), self._ids)
+
+    def __deepcopy__(self, memo: dict) -> "_Rows":
+        return self.__copy__()
+
+
+def _reads_keys_in_tiles(run: Run) -> str | None:
+    """On the case that follows reads, no operation may combine more than block_k rows of k or v with other data."""
+    if not getattr(run.case, "follow_reads", False):
+        return None
+    q, k, v, block_q, block_k = run.case.args
+    reads = _Reads(block_k)
+    with _conversions_keep(_Rows):
+        try:
+            run.call(q, _Rows.of(k, "k", reads), _Rows.of(v, "v", reads), block_q, block_k)
+        except Exception:  # the checker's own call ran the answer: what failed here is the following, so let it be
+            return None
+    wide = reads.wide
+    if wide is None:
+        return None
+    n_q, n_k = q.shape[0], k.shape[0]
+    counted = f"all {n_k}" if wide.keys == n_k else f"{wide.keys}"
+    what = f"{counted} keys of k" if wide.name == "k" else f"{counted} rows of v"
+    where = f"the line `{wide.line}`" if wide.line else f"your function (in {wide.how})"
+    if wide.queries is not None:
+        who = ("one query" if wide.queries == 1 else f"all {n_q} queries" if wide.queries == n_q
+               else f"a tile of {wide.queries} queries")
+        if wide.name == "k":
+            done = f"{where} multiplies {who} by {what} at once"
+            if wide.queries == n_q and wide.keys == n_k:
+                done += f": the whole ({n_q}, {n_k}) score matrix"
+        else:
+            done = f"{where} multiplies the weights of {who} by {what} at once"
+    else:
+        done = f"{where} reads {what} at once"
+    if wide.keys < n_k:
+        done += f", more than block_k = {block_k}"
+    return (
+        f"is right, but it does not walk the keys in tiles: {done}. The lesson's loop reads one tile of "
+        f"block_k = {block_k} keys at a time, `k[j0:j0 + block_k]` and `v[j0:j0 + block_k]`, and carries each "
+        "row's m, ell and acc from one tile to the next"
+    )
+
+
+_reads_keys_in_tiles.precise = True  # type: ignore[attr-defined]
+_reads_keys_in_tiles.next_step = (  # type: ignore[attr-defined]
+    "Put the work on keys inside `for j0 in range(0, S, block_k):` with `kj, vj = k[j0:j0 + block_k], "
+    "v[j0:j0 + block_k]`. For each tile: `s = q_tile @ kj.T * scale`, `m_new = np.maximum(m, s.max(axis=1))`, "
+    "`alpha = np.exp(m - m_new)`, `p = np.exp(s - m_new[:, None])`, `ell = alpha * ell + p.sum(axis=1)`, "
+    "`acc = alpha[:, None] * acc + p @ vj`, `m = m_new`; after the last tile, `acc / ell[:, None]`."
+)
 
 
 def _never_holds_the_score_matrix(run: Run) -> str | None:
@@ -350,6 +673,14 @@ def _never_holds_the_score_matrix(run: Run) -> str | None:
             "between tiles"
         )
     return None
+
+
+_never_holds_the_score_matrix.precise = True  # type: ignore[attr-defined]
+_never_holds_the_score_matrix.next_step = (  # type: ignore[attr-defined]
+    "Keep one tile of scores alive at a time: compute `s = q[i0:i1] @ k[j0:j1].T * scale` inside the loop over "
+    "`j0`, fold it into `m`, `ell` and `acc` right there, and let the next tile replace it; never write scores "
+    "into an array of `S` columns such as `np.empty((L, S))`."
+)
 
 
 #: A loop run in float32 misses by about 1e-7: told why. Its float64 window is q2's own tolerance (rtol 1e-10,
@@ -383,14 +714,17 @@ class _Shapes(Case):
     """A case of q2, described by its shapes and what it tests rather than by its numbers."""
 
     label: str = ""
+    #: On this case the checker also follows which rows of k and v each operation reads (_reads_keys_in_tiles).
+    follow_reads: bool = False
 
     def describe(self) -> str:
         q, k, v, block_q, block_k = self.args
         return f"(L={q.shape[0]}, S={k.shape[0]}, E={q.shape[1]}, Ev={v.shape[1]}, block_q={block_q}, block_k={block_k}: {self.label})"
 
 
-def _q2_case(inputs: tuple[np.ndarray, np.ndarray, np.ndarray], block_q: int, block_k: int, label: str) -> _Shapes:
-    return _Shapes((*inputs, block_q, block_k), label=label)
+def _q2_case(inputs: tuple[np.ndarray, np.ndarray, np.ndarray], block_q: int, block_k: int, label: str,
+             follow_reads: bool = False) -> _Shapes:
+    return _Shapes((*inputs, block_q, block_k), label=label, follow_reads=follow_reads)
 
 
 def _q2_inputs(seed: int, L: int, S: int, E: int = 4, Ev: int = 3) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -469,6 +803,10 @@ def _q2() -> FunctionExercise:
             _q2_case(_q2_jump(9, 4, 7, 0, -800.0), 3, 4, "every score near -800"),
             _q2_case(_q2_masked_first_tile(8, 5, 7, 3), 2, 3, "the first tile of keys scores -inf for every query"),
             _q2_case(_q2_levels(15, 4, 7), 4, 3, "rows of one tile near +800 and near -800"),
+            # 1024 keys in tiles of 64: the checker follows which keys each operation reads. block_k = 64 lets a
+            # loop with its own fixed 64 x 64 tiles pass; block_q = 4 tells one query, a tile and all 8 apart.
+            _q2_case(_q2_jump(18, 8, 1024, 512, 20.0), 4, 64, "the checker follows which keys each step reads",
+                     follow_reads=True),
             _q2_case(big, 64, 64, "large: the (320, 320) score matrix must never exist"),
             _q2_case(_q2_inputs(16, 400, 400, E=8, Ev=8), 400, 16,
                      "large: block_q = L, so only the tiles of keys keep the (400, 400) matrix away"),
@@ -482,9 +820,9 @@ def _q2() -> FunctionExercise:
             _q2_case(_q2_levels(17, 6, 8), 3, 4, "probe: rows near +800 and -800"),
         ],
         variants=_q2_variants(),
-        # Answers whose output is right but whose memory is not (the whole matrix in NumPy, or any answer
-        # in PyTorch) are not labelled: the properties say what is wrong, and a label would name
-        # a PyTorch tile loop "the whole matrix" too.
+        # Answers whose output is right but whose structure is not (all keys read at once, the whole matrix
+        # held, any answer in PyTorch) are not labelled: their outputs equal the reference's, so no label
+        # could tell them apart; the properties say what each did, naming its line.
         wrong_answers={},
         advice={
             "computing the block's terms relative to the old maximum and rescaling afterwards": (
@@ -506,7 +844,7 @@ def _q2() -> FunctionExercise:
                 "range(0, L, block_q) visits the last, shorter tile too; end each tile at min(i0 + block_q, L)."
             ),
         },
-        properties=[_numpy_only, _never_holds_the_score_matrix, _computed_in_float64],
+        properties=[_numpy_only, _reads_keys_in_tiles, _never_holds_the_score_matrix, _computed_in_float64],
         next_steps={
             "no rescaling of ell and acc when the maximum grows": (
                 "Add `alpha = np.exp(m - m_new)` and use it in `ell = alpha * ell + p.sum(axis=1)` and "

@@ -159,6 +159,9 @@ def _q1_floor_next_steps() -> dict:
     return steps
 
 
+_q1_exact_zeros.precise = True  # type: ignore[attr-defined]  # its point is an error below 1e-4: it runs for nearly right answers
+
+
 def _q1_at_most_one(run: Run) -> str | None:
     if (run.output > 1 + 1e-12).any():
         return (f"has a weight of {run.output.max():.4g}, above 1: every weight is e^(s - lse) <= 1, "
@@ -524,6 +527,7 @@ def _q3_shifted(shift):
 _Q3_SHIFT_CODE = {
     "the row mean": "lses.mean(axis=0)",
     "the row median": "np.median(lses, axis=0)",
+    "the second-largest score": "np.sort(lses, axis=0)[-2]",
     "the row's first entry": "lses[0]",
     "the row minimum": "lses.min(axis=0)",
     "one maximum for the whole batch": "lses.max()",

@@ -146,8 +146,8 @@ def _q2() -> ValueExercise:
             "bfloat16 is 2 bytes, a bool 1 byte: (2 + 2 + 1) bytes per score, times 16 * 8192 * 8192 scores, in MiB.",
         ],
         solution=(
-            "16 * 8192**2 scores * (2 + 2 + 1) bytes = 5120 MiB. The measurement, printed below the exercise, is 32 MiB "
-            "more: one bfloat16 tensor of Q's size, 16 * 8192 * 128 * 2 bytes."
+            "`5120` MiB = 16 * 8192**2 scores * (2 + 2 + 1) bytes / 2**20. The measurement, printed below the "
+            "exercise, is 32 MiB more: one bfloat16 tensor of Q's size, 16 * 8192 * 128 * 2 bytes."
         ),
     )
 

@@ -118,6 +118,23 @@ def _q2_sorted(a, b):
     return np.array([d.mean(), d.std(ddof=1)])
 
 
+def _q2_divided_by_4(a, b):
+    d = a - b
+    return np.array([d.mean(), np.sqrt(((d - d.mean()) ** 2).sum() / 4)])  # n - 1 for the lesson's 5 seeds only
+
+
+def _q2_swapped(a, b):
+    d = a - b
+    return np.array([d.std(ddof=1), d.mean()])
+
+
+def _q2_t_half_width(a, b):
+    from scipy import stats
+
+    d = a - b
+    return np.array([d.mean(), stats.t.ppf(0.975, d.size - 1) * d.std(ddof=1) / np.sqrt(d.size)])
+
+
 def _finite_two_numbers(run: Run) -> str | None:
     if run.output.shape == (2,) and run.output[1] < 0:
         return "has a negative standard deviation"
@@ -125,10 +142,11 @@ def _finite_two_numbers(run: Run) -> str | None:
 
 
 _Q2_SOLUTION = """
+```python
 def paired_summary(loss_arm, loss_ref):
     diff = loss_arm - loss_ref            # one difference per seed: same weights, same batches
     return np.array([diff.mean(), diff.std(ddof=1)])
-
+```
 The seeds are paired: for each seed both arms start from the same weights and see the same batches,
 so the seed's own luck cancels in the difference. ddof=1 divides by n - 1, because the mean was
 estimated from the same n differences (with 5 seeds, ddof=0 would understate the spread by sqrt(4/5)).
@@ -160,6 +178,9 @@ def _q2() -> FunctionExercise:
             "the median difference": _q2_median,
             "relative differences": _q2_ratio,
             "sorted before pairing": _q2_sorted,
+            "dividing by 4 (n - 1 for 5 seeds) whatever the number of seeds": _q2_divided_by_4,
+            "the two numbers swapped, [sd, mean]": _q2_swapped,
+            "the 95% interval's half-width instead of the standard deviation": _q2_t_half_width,
         },
         next_steps={
             "ddof = 0": "Change `d.std()` to `d.std(ddof=1)`.",
@@ -174,6 +195,15 @@ def _q2() -> FunctionExercise:
             "the median difference": "Change `np.median(d)` to `d.mean()`.",
             "relative differences": "Change `loss_arm / loss_ref - 1` to `loss_arm - loss_ref`.",
             "sorted before pairing": "Delete the `np.sort(...)` calls: subtract `loss_arm - loss_ref` seed by seed, in the order given.",
+            "dividing by 4 (n - 1 for 5 seeds) whatever the number of seeds": (
+                "Replace the `/ 4` by `/ (d.size - 1)`, or use `d.std(ddof=1)`, which divides by n - 1 for any number "
+                "of seeds: the checker also passes 2, 3 and 4 of them."
+            ),
+            "the two numbers swapped, [sd, mean]": "Return `np.array([d.mean(), d.std(ddof=1)])`: the mean first.",
+            "the 95% interval's half-width instead of the standard deviation": (
+                "Drop the factor `stats.t.ppf(0.975, n - 1) / np.sqrt(n)`: return `d.std(ddof=1)` itself, the spread "
+                "of the differences; the interval comes later, from it."
+            ),
         },
         hints=[
             "Subtract per seed: `diff = loss_arm - loss_ref` (arm minus reference, so a positive mean means the arm is worse).",

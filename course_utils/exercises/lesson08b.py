@@ -8,49 +8,66 @@ import numpy as np
 
 from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, float32_rounding, starter
 
-# --- q1: the Adam reparametrization -----------------------------------------------------
+# --- q1: Adam's epsilon under the reparametrization ------------------------------------
+#
+# Lesson 08 already gave arm (d) its learning rate (× 1/4, its table prints it): asking for that factor again would be
+# recall. What no table shows is the one place where (d) is not exactly the scaled arm: Adam's epsilon. The learner
+# predicts the factor on (d)'s epsilon from the update of section 1; the answer cell after it states it, and
+# section 2 then measures both the small gap with a shared epsilon and the exact match with epsilon = 0.
 
 
 def _q1() -> ValueExercise:
     return ValueExercise(
         "08b",
         "q1",
-        "At d_k = 256 an unscaled model starts with W_q and W_k multiplied by 1/4, so that its scores start like "
-        "those of the scaled model (c = 1/16). By what factor must the Adam learning rate of W_q and W_k be "
-        "multiplied for it to train exactly like the scaled model?",
-        reference=0.25,
+        "Arm (d) multiplies the initialization and the Adam learning rate of W_q and W_k by 1/4 (d_k = 256, c = 1/16), "
+        "and uses Adam's epsilon = 1e-8 like every arm. By what factor must (d)'s epsilon for W_q and W_k be multiplied "
+        "for (d) to train exactly like the scaled arm (b)?",
+        reference=4.0,
         wrong_answers={
-            "unchanged": (1.0, "that is the init-matched arm: it starts like the scaled model, but its weights, 4 times smaller, "
-                          "move by steps of the same size, so relative to their size they move 4 times too fast."),
-            "like c": (1 / 16, "Adam's step does not grow or shrink with the gradient: it divides by the gradient's own running "
-                       "size. 1/16 is the factor on the scores, which multiply a query by a key."),
-            "like the gradient": (4.0, "the gradient with respect to the smaller weights is 4 times larger, but Adam divides that "
-                                  "factor out. A larger learning rate would move the small weights even faster."),
-            "square root of the init factor": (0.5, "sqrt(1/4) shrinks the steps by less than the weights shrink, so relative "
-                                               "to their size the small weights still move faster than the scaled model's."),
-            "c squared": (1 / 256, "that shrinks the steps far more than the weights: the model would barely move."),
+            "unchanged": (1.0, "with the same epsilon (d) matches (b) only while epsilon is negligible, as lesson 08 "
+                          "measured: close, not exact. Epsilon sits beside the root of v̂ in Adam's denominator, and "
+                          "for W that root is not the same as for V."),
+            "like the learning rate": (0.25, "1/4 is (d)'s factor on the weights and on the learning rate. Epsilon "
+                                       "does not follow the weights: it is added to the root of v̂, and v̂ is built "
+                                       "from the gradient, which for the smaller W is the larger one."),
+            "like v": (16.0, "v̂ does grow 16 times, but epsilon is added to its square root, which grows 4 times."),
+            "like c": (1 / 16, "1/16 is the factor on the scores. Epsilon is added to the root of v̂, the size of "
+                       "W's gradient, and that gradient is larger than V's, not smaller."),
+            "zero for (d) alone": (0.0, "epsilon = 0 for (d) while (b) keeps 1e-8 changes (d)'s steps and not (b)'s: "
+                                   "the two match exactly only with epsilon = 0 in both (section 2 runs that) or with "
+                                   "(d)'s epsilon in the right ratio to (b)'s."),
+            "the square root of 4": (2.0, "the gradient with respect to W is 4 times V's, not 2 times: W = V / 4, so "
+                                     "dL/dW = 4 dL/dV, and the root of v̂ grows by the same 4."),
         },
         next_steps={
-            "unchanged": "`W = g * V` must stay true after every step. How must W's step compare with V's step?",
-            "like c": "The weights `W = g * V` carry one factor `g`, the scores two (`c = g ** 2`). Which must W's steps follow?",
-            "like the gradient": "Adam's step is about `lr` in size whatever the gradient. For `W = g * V` with `g < 1`, must W's "
-                                 "steps be larger or smaller than V's?",
-            "square root of the init factor": "After one step W must still equal `g * V`: write W's step in terms of V's step.",
-            "c squared": "Your factor is `g ** 4`. After one step W must still equal `g * V`: how many factors `g` does W's step need?",
+            "unchanged": "Write W's denominator `sqrt(v̂_W) + eps_W` with `sqrt(v̂_W) = 4 * sqrt(v̂_V)`: which `eps_W` "
+                         "makes it `4 * (sqrt(v̂_V) + eps)`?",
+            "like the learning rate": "dL/dW is `(1/g) * dL/dV` with `g = 1/4`: by what factor does `sqrt(v̂)` grow, "
+                                      "and so must the epsilon beside it?",
+            "like v": "Epsilon is added to `sqrt(v̂)`, not to `v̂`: take the square root of your factor.",
+            "like c": "Write `dL/dW` in terms of `dL/dV` for `W = g * V`: is its size larger or smaller than V's, "
+                      "and by how much?",
+            "zero for (d) alone": "Keep (b)'s `eps = 1e-8` and write both denominators: `sqrt(v̂_V) + eps` for V, "
+                                  "`sqrt(v̂_W) + eps_W` for W. Which `eps_W` makes W's step `g` times V's?",
+            "the square root of 4": "With `W = g * V` and `g = 1/4`, the chain rule gives `dL/dW = dL/dV / g`: "
+                                    "compute `1 / g`.",
         },
         hints=[
-            "Write W = g V with g = 1/4. The model with W and c = 1 computes the same scores as the model with V and c = g² = 1/16.",
-            "The gradient with respect to W is (1/g) times the gradient with respect to V. What does Adam do with a gradient "
-            "multiplied by a constant? (Its update is lr times m̂ / (√v̂ + ε).)",
-            "Adam's step direction does not change when the gradient is multiplied by a constant (up to ε). For W = g V to "
-            "follow V, W's steps must be g times V's steps.",
+            "Write W = g V with g = 1/4. The two models compute the same scores, and dL/dW = (1/g) dL/dV = 4 dL/dV, so "
+            "W's m̂ and the root of W's v̂ are 4 times V's.",
+            "W's step is lr_W · m̂_W / (√v̂_W + ε_W) with lr_W = lr / 4. To keep W = g V after every step it must be "
+            "g = 1/4 times V's step, lr · m̂_V / (√v̂_V + ε).",
+            "Put the factors in: (lr / 4) · 4 m̂_V / (4 √v̂_V + ε_W) against (1/4) · lr · m̂_V / (√v̂_V + ε), and "
+            "compare the denominators.",
         ],
-        solution="`0.25`. Write W_q = g V_q and W_k = g V_k with g = 1/4 = sqrt(c). Then (query W_q)·(x W_k) = "
-        "g² (query V_q)·(x V_k) = c (query V_q)·(x V_k): the unscaled model with W is the scaled model with V. "
-        "Its gradients are dL/dW = (1/g) dL/dV, and Adam's update lr · m̂/(√v̂ + ε) is the same whatever constant "
-        "multiplies every gradient (up to ε). So if V moves by lr · u, W = g V must move by g · lr · u: the learning "
-        "rate of W_q and W_k is multiplied by g = 1/4, like their initialization. A constant c on the scores is "
-        "sqrt(c) on the initialization and sqrt(c) on the learning rate.",
+        solution="`4`. Write W_q = g V_q and W_k = g V_k with g = 1/4 = sqrt(c): the unscaled model with W computes the "
+        "scaled model's scores with V. Its gradients are dL/dW = (1/g) dL/dV, so m̂_W = 4 m̂_V and √v̂_W = 4 √v̂_V. "
+        "With lr_W = lr / 4, W's step is (lr / 4) · 4 m̂_V / (4 √v̂_V + ε_W) = lr · m̂_V / (4 √v̂_V + ε_W), and W = g V "
+        "needs it to be (1/4) · lr · m̂_V / (√v̂_V + ε) = lr · m̂_V / (4 √v̂_V + 4 ε): so ε_W = 4 ε = ε / sqrt(c). "
+        "The learning rate follows the weights (× sqrt(c)) because Adam ignores the gradient's size; epsilon follows "
+        "the gradient (× 1/sqrt(c)) because it is added to √v̂. With the same ε for both arms, (d) matches (b) only "
+        "while ε is negligible beside √v̂: closely, as section 2 measures, and exactly with ε = 0.",
         atol=1e-3,
     )
 
@@ -82,6 +99,10 @@ def _q2_scale_d(q, k):
 
 def _q2_q_only(q, k):
     return (q / _rms(q)) @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])
+
+
+def _q2_k_only(q, k):
+    return q @ np.swapaxes(k / _rms(k), -1, -2) / np.sqrt(q.shape[-1])  # lesson 08's arm (g), keys only
 
 
 def _q2_wrong_axis(q, k):
@@ -116,6 +137,16 @@ def _q2_epsilon(eps):
     return wrong
 
 
+def _q2_epsilon_outside(eps):
+    def wrong(q, k):
+        def norm(x):
+            return x / (np.sqrt((x * x).mean(axis=-1, keepdims=True)) + eps)  # eps added to the RMS itself
+
+        return norm(q) @ np.swapaxes(norm(k), -1, -2) / np.sqrt(q.shape[-1])
+
+    return wrong
+
+
 def _q2_mean_abs(q, k):
     def norm(x):
         return x / np.abs(x).mean(axis=-1, keepdims=True)
@@ -133,20 +164,42 @@ def _bounded_by_sqrt_d(run: Run) -> str | None:
 
 
 _Q2_SOLUTION = """
+```python
 def qk_norm_scores(q, k):
     d_k = q.shape[-1]
     q_hat = q / np.sqrt((q ** 2).mean(axis=-1, keepdims=True))   # every row has RMS 1: length sqrt(d_k)
     k_hat = k / np.sqrt((k ** 2).mean(axis=-1, keepdims=True))
     return q_hat @ np.swapaxes(k_hat, -1, -2) / np.sqrt(d_k)
-
+```
 Each score is sqrt(d_k) times the cosine of the angle between q and k, so it lies in [-sqrt(d_k), sqrt(d_k)]
 however large W_q and W_k grow: the logits cannot grow without bound.
 """
 
 
-_Q2_EPSILONS = (1e-6, 1e-4)
-# float32 misses some score by 1e-8 or more; an epsilon of 1e-12 inside the square root (accepted, as in
-# torch's RMSNorm) by at most 5e-9 of a score.
+#: The epsilons a learner brings from a library: LLaMA's RMSNorm 1e-5 (and 1e-6), Adam's 1e-8, and their neighbours.
+#: Inside the square root each moves a row of RMS r by about eps / (2 r²); the test row of RMS 0.01 makes every one
+#: down to 1e-9 miss by more than the tolerance (1e-10 and 1e-12 pass). Outside it (`rms + eps`), by about eps / r:
+#: down to 1e-7.
+_Q2_EPSILONS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
+_Q2_OUTSIDE_EPSILONS = (1e-4, 1e-5, 1e-6, 1e-7)
+
+
+def _q2_epsilon_variants() -> dict:
+    """One wrong answer per epsilon, inside the square root and added to the RMS, by label."""
+    return {
+        **{f"an epsilon of {eps:g} inside the square root": _q2_epsilon(eps) for eps in _Q2_EPSILONS},
+        **{f"an epsilon of {eps:g} added to the RMS": _q2_epsilon_outside(eps) for eps in _Q2_OUTSIDE_EPSILONS},
+    }
+
+
+def _epsilon_advice(eps: float, where: str, moves: str) -> str:
+    library = {1e-5: " (LLaMA's RMSNorm default)", 1e-8: " (Adam's default, not a normalization's)"}.get(eps, "")
+    return (f"You added {eps:g}{library} {where}, as normalization layers do against a row of zeros. It moves a row of "
+            f"RMS r by about {moves}, and one test row has RMS about 0.01: divide by the RMS itself, no epsilon.")
+
+
+# float32 misses some score by 1e-8 or more; an epsilon of 1e-12 inside the square root (accepted, as is torch's
+# RMSNorm default, finfo(float64).eps = 2.2e-16) by at most 5e-9 of a score.
 _q2_float32_digits = float32_rounding(
     "compute in float64 (the inputs are float64; astype(np.float32) or dtype=np.float32 loses the digits)",
     exact=(2e-8, 1e-9),
@@ -160,12 +213,13 @@ def _q2_float32(run: Run) -> str | None:
     feedback, not called float32.
     """
     args = copy.deepcopy(run.case.args)
-    if any(np.allclose(run.output, _q2_epsilon(eps)(*args), rtol=1e-12, atol=1e-15) for eps in _Q2_EPSILONS):
+    if any(np.allclose(run.output, wrong(*args), rtol=1e-12, atol=1e-15) for wrong in _q2_epsilon_variants().values()):
         return None
     return _q2_float32_digits(run)
 
 
 _q2_float32.next_step = _q2_float32_digits.next_step  # type: ignore[attr-defined]
+_q2_float32.precise = getattr(_q2_float32_digits, "precise", False)  # type: ignore[attr-defined]
 
 
 def _q2() -> FunctionExercise:
@@ -189,18 +243,18 @@ def _q2() -> FunctionExercise:
             "no division by sqrt(d_k)": _q2_no_scale,
             "division by d_k": _q2_scale_d,
             "normalizing q only": _q2_q_only,
+            "normalizing k only (arm (g), keys only)": _q2_k_only,
             "normalizing over the wrong axis": _q2_wrong_axis,
             "LayerNorm (subtracting the mean)": _q2_layer_norm,
             "the standard deviation with ddof = 1": _q2_std_ddof1,
             "the mean absolute value": _q2_mean_abs,
         },
-        variants={f"an epsilon of {eps:g} inside the square root": _q2_epsilon(eps) for eps in _Q2_EPSILONS},
+        variants=_q2_epsilon_variants(),
         advice={
-            f"an epsilon of {eps:g} inside the square root": (
-                f"You added {eps:g} inside the square root, as RMSNorm layers do against a row of zeros. It moves a row "
-                "of RMS r by about eps / (2 r²), and one test row has RMS about 0.01: divide by the RMS itself, no epsilon."
-            )
-            for eps in (1e-6, 1e-4)
+            **{f"an epsilon of {eps:g} inside the square root": _epsilon_advice(eps, "inside the square root", "eps / (2 r²)")
+               for eps in _Q2_EPSILONS},
+            **{f"an epsilon of {eps:g} added to the RMS": _epsilon_advice(eps, "to the RMS", "eps / r")
+               for eps in _Q2_OUTSIDE_EPSILONS},
         },
         next_steps={
             "unit length instead of RMS 1": (
@@ -213,6 +267,10 @@ def _q2() -> FunctionExercise:
                 "and divided by nothing, normalize to RMS 1 instead: `x / np.sqrt((x * x).mean(axis=-1, keepdims=True))`."
             ),
             "normalizing q only": "Normalize k the same way: `k_hat = k / np.sqrt((k * k).mean(axis=-1, keepdims=True))`.",
+            "normalizing k only (arm (g), keys only)": (
+                "Normalize q as well: `q_hat = q / np.sqrt((q * q).mean(axis=-1, keepdims=True))`; arm (g) normalizes "
+                "the keys only, QK-norm both."
+            ),
             "normalizing over the wrong axis": "Change `axis=-2` (or `axis=0`) to `axis=-1` in your RMS, with `keepdims=True`.",
             "LayerNorm (subtracting the mean)": "Delete the `x - x.mean(axis=-1, keepdims=True)` step: divide x itself by its RMS.",
             "the standard deviation with ddof = 1": (
@@ -222,8 +280,13 @@ def _q2() -> FunctionExercise:
                 "Replace `np.abs(x).mean(axis=-1, keepdims=True)` by `np.sqrt((x * x).mean(axis=-1, keepdims=True))`."
             ),
             **{f"an epsilon of {eps:g} inside the square root": (
-                f"Delete the `+ {eps:g}` inside `np.sqrt(...)`: the inputs here have no row of zeros.")
-               for eps in (1e-6, 1e-4)},
+                f"Delete the `+ {eps:g}` inside `np.sqrt(...)` (or pass `eps=None` to `F.rms_norm`): the inputs here "
+                "have no row of zeros.")
+               for eps in _Q2_EPSILONS},
+            **{f"an epsilon of {eps:g} added to the RMS": (
+                f"Delete the `+ {eps:g}` after `np.sqrt(...)`: divide by the RMS alone, "
+                "`x / np.sqrt((x * x).mean(axis=-1, keepdims=True))`.")
+               for eps in _Q2_OUTSIDE_EPSILONS},
         },
         hints=[
             "The RMS of a row is sqrt(mean(x²)) over its d_k components; divide each row of q and of k by its own RMS (axis=-1, keepdims=True).",
@@ -238,7 +301,7 @@ def _q2() -> FunctionExercise:
         # rtol 1e-6 with atol 1e-9 does not admit float32 (4.6e-7 off on a score of -0.00195): a property names a
         # float32 result first (_q2_float32). The exercise asks for the RMS itself: an epsilon inside the square root
         # (as in RMSNorm layers) moves a row of RMS r by about eps / (2 r^2), 5e-3 for the row of RMS 0.01 at
-        # eps = 1e-6, and is rejected with advice that names it.
+        # eps = 1e-6 and 5e-6 at eps = 1e-9, and is rejected with advice that names it (_Q2_EPSILONS).
         rtol=1e-6,
         atol=1e-9,
     )

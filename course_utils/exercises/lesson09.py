@@ -140,6 +140,10 @@ def _exact_zeros(run: Run) -> str | None:
     return None
 
 
+# Checked also for a nearly right answer (core: `precise`): exact zeros where the answer is 0, which no rounding explains.
+_exact_zeros.precise = True  # type: ignore[attr-defined]
+
+
 def _q1_clipped(clip):
     def wrong(x, sink):
         return softmax_with_sink(clip(np.asarray(x, dtype=np.float64)), sink)
@@ -351,6 +355,21 @@ def _q2() -> ValueExercise:
                 table(ns / 2, ns * np.exp(-ns) / (1 + np.exp(-ns))),
                 "the bias is -log n, so e^{-b} = n and each weight is 1 / (1 + n).",
             ),
+            # The right four numbers in the wrong places: the layout, not the sigmoid, is the mistake.
+            "the table transposed": (
+                np.transpose(table(ns / 2, ns / (ns + 1))),
+                "your four numbers are right, but transposed: each row is one n (16, then 4096), each column one "
+                "bias (none, then b = -log n). You wrote the columns as rows.",
+            ),
+            "the rows swapped": (
+                table(ns / 2, ns / (ns + 1))[::-1],
+                "your four numbers are right, but the rows are swapped: the first row is n = 16, the second n = 4096.",
+            ),
+            "the columns swapped": (
+                np.fliplr(table(ns / 2, ns / (ns + 1))),
+                "your four numbers are right, but the columns are swapped: the first column is without a bias, the "
+                "second with b = -log n.",
+            ),
         },
         next_steps={
             "softmax's 1 everywhere": "Add up `n` sigmoids, one per key: `n * sigma(0 + b)` for each (n, b).",
@@ -359,6 +378,14 @@ def _q2() -> ValueExercise:
             "per-key weights instead of totals": "Multiply each of your weights by its row's `n` (16 or 4096).",
             "the bias ignored": "Put the bias into the sigmoid for the second column: `n * sigma(-log n)`.",
             "the bias as -n instead of -log n": "Use `b = -np.log(n)`, so `e^{-b} = n` and each weight is `1 / (1 + n)`.",
+            "the table transposed": (
+                "Write it as `[[total_16_no_bias, total_16_bias], [total_4096_no_bias, total_4096_bias]]`, or "
+                "apply `np.transpose` to yours."
+            ),
+            "the rows swapped": "Put the row of n = 16 first: `[[n=16 ...], [n=4096 ...]]`, or `your_answer[::-1]`.",
+            "the columns swapped": (
+                "Put the total without a bias first in each row: `[no bias, b = -log n]`, or `np.fliplr(your_answer)`."
+            ),
         },
         hints=[
             "sigma(z) = 1 / (1 + e^{-z}), applied to each of the n logits on its own; nothing divides by a sum.",

@@ -68,6 +68,14 @@ def _q1_first_axis_length(x, s):
     return softmax(x * s * math.log(np.shape(x)[0]))
 
 
+def _q1_size(x, s):
+    return softmax(x * (s * math.log(np.size(x))), axis=-1)  # every entry of a batch counted, not one row's keys
+
+
+def _q1_log10(x, s):
+    return softmax(x * (s * math.log10(np.shape(x)[-1])), axis=-1)
+
+
 def _q1_shifted_by(shift):
     # Lesson 02's family of wrong shifts, applied to the scaled logits z = s log(n) x.
     def wrong(x, s):
@@ -90,7 +98,7 @@ _Q1_SOLUTION = """
 ```python
 def ssmax(x, s):
     n = x.shape[-1]                                  # the number of keys in each row
-    return course_utils.softmax(x * (s * np.log(n)), axis=-1)
+    return cu.softmax(x * (s * np.log(n)), axis=-1)  # cu: the lesson's `import course_utils as cu`
 ```
 Scalable-Softmax is a softmax of the logits multiplied by s·log n. At n = e^{1/s} the factor is 1
 and it equals softmax; for larger n it sharpens, by just enough that a fixed score gap keeps
@@ -130,6 +138,8 @@ def _q1() -> FunctionExercise:
             "the weights scaled after the softmax, not the logits before it": _q1_scaled_after,
             "n from the first axis": _q1_first_axis_length,
             "sqrt(n) instead of log n": _q1_sqrt_n,
+            "n = x.size, every entry of the batch, instead of the keys of one row": _q1_size,
+            "log base 10": _q1_log10,
         },
         variants=shift_variants(_q1_shifted_by),
         probes=[Case((example, 1 / math.log(example.shape[-1]))) for example in shift_examples()],  # lesson 02's shift family
@@ -147,6 +157,10 @@ def _q1() -> FunctionExercise:
             ),
             "n from the first axis": "Take `n = x.shape[-1]`, not `x.shape[0]` or `len(x)`.",
             "sqrt(n) instead of log n": "Change `np.sqrt(n)` to `np.log(n)`.",
+            "n = x.size, every entry of the batch, instead of the keys of one row": (
+                "Take `n = x.shape[-1]`, not `x.size`: on a (2, 5) batch `x.size` is 10, but each row has 5 keys."
+            ),
+            "log base 10": "Change `np.log10(n)` to `np.log(n)`, the natural log.",
         },
         hints=[
             "n is the number of keys, the length of the last axis: x.shape[-1].",
