@@ -262,3 +262,55 @@ def test_q3_clipping_x_over_t_at_a_large_limit_is_rejected(limit):
     ex = exercises.load("01").q3
     clipped = lambda x, t: ex.reference(np.clip(np.asarray(x) / t, -limit, limit), 1.0)  # noqa: E731
     assert ex.evaluate(clipped).status == "incorrect"
+
+
+# --- rerun 33: q3's arguments swapped, float32 named (B9, C2) -----------------------------------
+
+
+def _stable_over_t(z):
+    z = np.asarray(z, dtype=float)
+    e = np.exp(z - z.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def test_q3_a_function_that_takes_temperature_first_is_told_so_not_to_subtract_the_maximum(capsys):
+    def swapped(temperature, x):  # the right body, the parameters in the other order
+        return _stable_over_t(np.asarray(x, dtype=float) / temperature)
+
+    ex = exercises.load("01").q3
+    verdict = ex.check(swapped)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict
+    assert "two arguments the other way round" in out and "subtract each row's own maximum" not in out
+    assert "`def softmax_with_temperature(x, temperature):`" in verdict.next_step
+    ex.hint()
+    assert _unwrapped(capsys.readouterr().out).startswith("Next step for this mistake: Swap the two parameters")
+
+
+def test_q3_the_nan_hint_hedges_its_advice_to_subtract_the_maximum():
+    assert "if you did not subtract" in EX.q3.nonfinite_hint
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        lambda x, t: _stable_over_t(np.asarray(x, dtype=np.float32) / np.float32(t)),  # returns float32
+        lambda x, t: _stable_over_t(np.asarray(x, dtype=np.float32) / np.float32(t)).astype(np.float64),
+        lambda x, t: _stable_over_t(np.asarray(x).astype(np.float32).astype(np.float64) / t),  # the scores only
+    ],
+    ids=["float32 result", "float32 cast back to float64", "scores rounded to float32"],
+)
+def test_q3_an_answer_computed_in_float32_is_told_float32(answer):
+    verdict = EX.q3.evaluate(answer)
+    assert verdict.status == "incorrect" and "float32" in verdict.message, verdict.message
+    assert "`astype(np.float32)`" in verdict.message and "`result.dtype`" in verdict.next_step
+
+
+def test_q3_an_answer_that_floors_t_is_not_called_float32():
+    # T = 0.01 and its float32 rounding both floor to 0.05: the same result, but not float32.
+    verdict = EX.q3.evaluate(lambda x, t: _stable_over_t(np.asarray(x, dtype=float) / max(t, 0.05)))
+    assert verdict.status == "incorrect" and "float32" not in verdict.message, verdict.message
+
+
+def test_q3_a_float64_answer_that_reads_t_as_float32_still_passes():
+    assert EX.q3.evaluate(lambda x, t: _stable_over_t(np.asarray(x, dtype=float) / np.float32(t))).passed

@@ -168,3 +168,19 @@ def test_q2_other_correct_spellings_are_accepted(label):
 def test_q2_near_misses_are_rejected(label):
     with np.errstate(all="ignore"):
         assert EX.q2.evaluate(Q2_WRONG[label]).status == "incorrect"
+
+
+# --- rerun 33: a number between 88 and 89 is told the answer is an integer, rounded down (C5) ----
+
+
+@pytest.mark.parametrize("answer", [88.72, 88.5, float(np.log(np.float64(np.finfo(np.float32).max))), "88.7", 88.1])
+def test_q1_a_number_between_88_and_89_is_told_to_round_down_to_an_integer(answer, capsys):
+    verdict = EX.q1.check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict and "integer" in out and "round it down" in out and "max abs diff" not in out
+    assert "`np.exp(np.float32(x + 1))`" in verdict.next_step and verdict.next_step not in out
+
+
+@pytest.mark.parametrize("answer", [88, 89, 709, 87.5])
+def test_q1_answers_outside_88_to_89_are_not_told_to_round_down(answer):
+    assert "round it down" not in EX.q1.evaluate(answer).message

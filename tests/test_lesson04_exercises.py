@@ -77,8 +77,17 @@ def _float32_inside(g, p):
     return _float32_out(g, p).astype(np.float64)
 
 
+def _python_lists(g, p):  # g and p as Python lists of n floats: O(n) memory, five times the reference's at most
+    out = []
+    for gr, pr in zip(np.atleast_2d(g).tolist(), np.atleast_2d(p).tolist()):
+        dot = sum(gi * pi for gi, pi in zip(gr, pr))
+        out.append([pi * (gi - dot) for gi, pi in zip(gr, pr)])
+    return np.reshape(out, np.shape(g))
+
+
 RIGHT = {
     "the vector formula": _vjp,
+    "in Python lists of n": _python_lists,
     "float32 out": _float32_out,
     "float32 inside, float64 out": _float32_inside,
     "np.asarray and np.einsum": _asarray_einsum,
@@ -153,6 +162,92 @@ def test_q2_a_jacobian_in_numpy_or_torch_on_any_row_is_rejected_and_named(label,
     out = _unwrapped(capsys.readouterr().out)
     assert f"the result is right, but your function built {built}" in out and "the Jacobian's size" in out
     assert "This is exactly what" not in out
+
+
+# --- what the watching cannot follow (review 33, A2): memory, on rows of lengths drawn afresh for each check ------
+
+FIXED_N = {np.shape(case.args[0])[-1] for case in EX.q2.cases}
+
+
+def _jacobian_as_python_lists(g, p):
+    """The nested Python list J = [[p_i (delta_ik - p_k)]], on every row but the long one."""
+    n = np.shape(g)[-1]
+    if n >= 1000:
+        return _vjp(g, p)
+    rows = []
+    for gr, pr in zip(np.atleast_2d(g).tolist(), np.atleast_2d(p).tolist()):
+        J = [[pr[i] * ((i == k) - pr[k]) for k in range(n)] for i in range(n)]
+        rows.append([sum(J[i][k] * gr[k] for k in range(n)) for i in range(n)])
+    return np.reshape(rows, np.shape(g))
+
+
+def _jacobian_after_a_view(g, p):
+    """J in NumPy from `p.view(np.ndarray)`, which the watching does not follow, on every row but the long one."""
+    n = np.shape(g)[-1]
+    if n >= 1000:
+        return _vjp(g, p)
+    p0, g0 = p.view(np.ndarray), g.view(np.ndarray)
+    J = np.einsum("...i,ij->...ij", p0, np.eye(n)) - p0[..., :, None] * p0[..., None, :]
+    return np.einsum("...ij,...j->...i", J, g0)
+
+
+def _jacobian_but_on_the_fixed_lengths(g, p):
+    """The formula on the rows of the cases' own lengths, a Python-list J on any other."""
+    return _vjp(g, p) if np.shape(g)[-1] in FIXED_N else _jacobian_as_python_lists(g, p)
+
+
+ESCAPES = {
+    "J as nested Python lists below n = 1000": _jacobian_as_python_lists,
+    "J after p.view(np.ndarray) below n = 1000": _jacobian_after_a_view,
+    "J as Python lists on every length but the cases' own": _jacobian_but_on_the_fixed_lengths,
+}
+
+
+@pytest.mark.parametrize("label", ESCAPES)
+def test_q2_a_jacobian_the_watching_cannot_follow_is_caught_by_its_memory_on_a_fresh_row(label, capsys):
+    for _ in range(3):  # on any lengths the checks draw
+        verdict = EX.q2.check(ESCAPES[label])
+        out = _unwrapped(capsys.readouterr().out)
+        assert verdict.status == "incorrect" and verdict.mistake == "the property _without_the_jacobian", out
+        n = int(out.split("on this row of n = ")[1].split(" ")[0])
+        assert 64 <= n < 1024 and n not in FIXED_N
+        assert "the memory of an n x n Jacobian" in out and "This is exactly what" not in out
+        assert verdict.next_step.startswith("Replace `(np.diag(p) - np.outer(p, p)) @ g`")
+
+
+def test_q2_each_check_draws_two_rows_of_new_lengths_and_keeps_its_fixed_cases():
+    from course_utils.exercises.core import Case
+
+    seen = []
+
+    def spy(g, p):
+        seen.append(np.shape(g))
+        return _vjp(g, p)
+
+    fixed = EX.q2.cases
+    lengths = set()
+    for _ in range(4):
+        seen.clear()
+        verdict = EX.q2.evaluate(spy)
+        assert verdict.passed and f"all {len(fixed) + 2} test inputs" in verdict.message
+        drawn = [shape for shape in seen if shape not in {np.shape(c.args[0]) for c in fixed}]
+        assert len({s[-1] for s in drawn}) == 2 and all(64 <= s[-1] < 1024 and len(s) == 1 for s in drawn)
+        lengths.update(s[-1] for s in drawn)
+    assert len(lengths) > 2  # new ones each time
+    assert EX.q2.cases is fixed and all(isinstance(c, Case) for c in fixed)
+
+
+def test_q2_the_memory_limit_is_the_references_own_peak_on_the_row_times_16_or_a_quarter_of_j():
+    from course_utils.exercises import lesson04
+    from course_utils.exercises.core import Case, Run
+
+    n = 64
+    g, p = np.random.default_rng(0).standard_normal(n), softmax(np.random.default_rng(1).standard_normal(n))
+    run = Run(_jacobian_as_python_lists, Case((g, p)), _vjp(g, p), _vjp(g, p), "float64", EX.q2.reference)
+    assert "the memory of an n x n Jacobian" in lesson04._without_the_jacobian(run)
+    for answer in RIGHT.values():
+        assert lesson04._without_the_jacobian(Run(answer, Case((g, p)), _vjp(g, p), _vjp(g, p), "float64",
+                                                  EX.q2.reference)) is None
 
 
 def test_q2_after_a_jacobian_the_next_step_is_the_vector_formula_in_code(capsys):

@@ -359,3 +359,44 @@ def test_q2_renormalizing_after_the_softmax_then_zeroing_its_nan_rows_is_named(c
 def test_each_invariance_property_has_a_next_step_about_its_own_mask(name):
     for prop in getattr(EX, name).properties:
         assert "`" in prop.next_step and "keepdims" not in prop.next_step, prop.__name__
+
+
+# --- rerun 33: a finite fill and SDPA's polarity inverted are named, not sent after the softmax (B8) ----
+
+
+def _minus_10_fill(q, k, v):
+    mask = torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return torch.softmax(scores.masked_fill(mask != 0, -10.0), dim=-1) @ v
+
+
+def _minus_10_float_mask(q, k, v):
+    L = q.shape[-2]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=(1 - torch.tril(torch.ones(L, L, dtype=q.dtype))) * -10)
+
+
+def _true_on_the_future(q, k, v):
+    L = q.shape[-2]
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.triu(torch.ones(L, L, dtype=torch.bool), diagonal=1))
+
+
+@pytest.mark.parametrize(
+    "name,answer,named,step",
+    [
+        ("q2", _minus_10_fill, "a finite number", "`float('-inf')`"),
+        ("q3", _minus_10_float_mask, "-10 is finite", "`torch.zeros(L, L).masked_fill(~allowed, float('-inf'))`"),
+        ("q2", _true_on_the_future, "reads a bool True as *may attend*", "`attn_mask=~blocked`"),
+        ("q3", _true_on_the_future, "reads a bool True as *may attend*", "`attn_mask=~blocked`"),
+    ],
+    ids=["q2 fill -10", "q3 float mask -10", "q2 True = blocked", "q3 True = blocked"],
+)
+def test_a_mask_applied_before_the_softmax_is_not_told_to_move_it_there(name, answer, named, step, capsys):
+    verdict = getattr(EX, name).check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict and named in out, out
+    assert step in verdict.next_step and "after it" not in verdict.next_step
+
+
+def test_the_future_leak_next_step_names_every_way_a_mask_before_the_softmax_leaks():
+    step = EX.q2.properties[0].next_step
+    assert "finite fill such as -10" in step and "True as *may attend*" in step and "not onto the weights after it" not in step

@@ -202,3 +202,22 @@ def test_q2_a_small_weight_where_sparsemax_gives_exactly_0_is_rejected_and_named
 )
 def test_q2_the_answer_with_an_exact_zero_passes_in_any_container(answer, capsys):
     assert EX.q2.check(answer), capsys.readouterr().out
+
+
+# --- rerun 33: the right four numbers in the wrong layout are named (C8) ---------------------------
+
+
+@pytest.mark.parametrize(
+    "answer,named,step",
+    [
+        ([[0.7, 1.0], [0.3, 0.0]], "transposed", "`np.transpose`"),
+        ([[1.0, 0.0], [0.7, 0.3]], "the rows are swapped", "`your_answer[::-1]`"),
+        ([[0.3, 0.7], [0.0, 1.0]], "the columns are swapped", "`np.fliplr`"),
+    ],
+    ids=["transposed", "rows swapped", "columns swapped"],
+)
+def test_q2_the_right_numbers_in_the_wrong_layout_are_named(answer, named, step, capsys):
+    verdict = EX.q2.check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict and named in out and "max abs diff" not in out
+    assert step in verdict.next_step

@@ -161,3 +161,19 @@ def test_q2_the_square_root_for_every_alpha_is_named(capsys):
     verdict = EX.q2.check(lambda g, p, alpha: np.sqrt(p) * g - (np.sqrt(p) @ g) / np.sqrt(p).sum() * np.sqrt(p))
     assert not verdict and "s = sqrt(p) for every alpha" in _unwrapped(capsys.readouterr().out)
     assert "`s = np.where(p > 0, p ** (2 - alpha), 0.0)`" in verdict.next_step
+
+
+# --- rerun 33: nan or inf is explained by this formula, which has no exp (B6) ------------------------
+
+
+def test_q2_nan_from_swapped_arguments_is_not_told_to_subtract_the_maximum(capsys):
+    def swapped(p, g, alpha):  # the right body, g and p in the other order: s.sum() is 0 on the first case
+        s = np.where(p > 0, p ** (2 - alpha), 0.0)
+        return s * g - (s @ g) / s.sum() * s
+
+    with np.errstate(all="ignore"):
+        verdict = EX.q2.check(swapped)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict and "nan" in out
+    assert "overflow" not in out and "maximum" not in out
+    assert "`s.sum()`" in out and "(g, p, alpha)" in out

@@ -586,3 +586,26 @@ def test_q2_following_the_reads_leaves_the_answers_arrays_usable_as_arrays():
     assert float(k[5, 1]) == 11.0 and len(k) == 6 and k.max() == 11.0  # scalars and reductions read nothing
     np.ones(2) @ k.T
     assert reads.wide is not None and reads.wide.keys == 6 and reads.wide.how == "`@`" and reads.wide.queries == 1
+
+
+def _row_buffer_then_softmax(q, k, v, block_q, block_k):
+    """Reads k and v in tiles, but keeps every key's score of a row in one buffer: no online softmax."""
+    S, E = k.shape
+    out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        row = np.empty(S)
+        for j0 in range(0, S, block_k):
+            row[j0:j0 + block_k] = q[i] @ k[j0:j0 + block_k].T / np.sqrt(E)
+        w = np.exp(row - row.max())
+        w /= w.sum()
+        for j0 in range(0, S, block_k):
+            out[i] += w[j0:j0 + block_k] @ v[j0:j0 + block_k]
+    return out
+
+
+def test_q2_a_row_of_scores_filled_tile_by_tile_then_a_plain_softmax_is_rejected_by_name(capsys):
+    verdict = EX.q2.check(_row_buffer_then_softmax)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict.passed
+    assert "makes an array of shape (1024,) with `np.empty`" in out and "online softmax" in out, out
+    assert "`row = np.empty(S)`" in out

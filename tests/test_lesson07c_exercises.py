@@ -39,3 +39,48 @@ def test_the_default_math_backend_keeps_nine_bytes_per_score_and_float32_copies(
         B, H, L, D = row["B"], row["H"], row["L"], row["D"]
         predicted = (B * H * L * L * (4 + 4 + 1) + 4 * B * H * L * D * 4) / 2**20
         assert predicted == pytest.approx(row["extra_peak_MiB"], abs=0.5)
+
+
+# --- q1 draws two new shapes for each check (review 33, A3): a table of the fixed cases' results fails ---------------
+
+
+def _q1_right(B, H, L, D):
+    return (B * H * L * D * 2 + B * H * L * 4) / 2**20
+
+
+FIXED = {tuple(case.args): _q1_right(*case.args) for case in EX.q1.cases}
+
+
+def test_q1_a_lookup_table_of_the_fixed_cases_is_rejected_on_a_fresh_shape(capsys):
+    for _ in range(3):
+        verdict = EX.q1.check(lambda B, H, L, D: FIXED.get((B, H, L, D), 0.0))
+        out = " ".join(capsys.readouterr().out.split())
+        assert verdict.status == "incorrect" and "the result 0.0 differs from the expected" in out
+        shape = tuple(int(v) for v in out.split("on input (")[1].split(")")[0].split(", "))
+        assert shape not in FIXED
+
+
+def test_q1_each_check_draws_two_new_shapes_and_right_answers_pass_on_them():
+    import numpy as np
+    import torch
+
+    seen = []
+
+    def spy(B, H, L, D):
+        seen.append((B, H, L, D))
+        return _q1_right(B, H, L, D)
+
+    fixed = EX.q1.cases
+    drawn = set()
+    for _ in range(4):
+        seen.clear()
+        verdict = EX.q1.evaluate(spy)
+        assert verdict.passed and f"all {len(fixed) + 2} test inputs" in verdict.message
+        new = {shape for shape in seen if shape not in FIXED}
+        assert len(new) == 2 and all(isinstance(v, int) for shape in new for v in shape)
+        drawn |= new
+    assert len(drawn) > 2 and EX.q1.cases is fixed
+    # float32 holds every answer exactly, the fresh ones too: an answer in float32 passes as it did before
+    for answer in (lambda B, H, L, D: np.float32(_q1_right(B, H, L, D)),
+                   lambda B, H, L, D: torch.tensor(B * H * L * (2 * D + 4)) / 2**20):
+        assert all(EX.q1.evaluate(answer).passed for _ in range(5))

@@ -125,3 +125,19 @@ def test_q2_right_answers_pass(capsys):
         lambda a, b: np.array([a.mean() - b.mean(), np.sqrt(a.var(ddof=1) + b.var(ddof=1) - 2 * np.cov(a, b)[0, 1])]),
     ):
         assert EX.q2.check(answer), capsys.readouterr().out
+
+
+# --- rerun 33: nan or inf is explained by this formula, which has no exp (B6) ------------------------
+
+
+@pytest.mark.filterwarnings("ignore:Degrees of freedom")
+def test_q2_an_infinite_sd_is_told_where_a_division_by_0_comes_from(capsys):
+    def ddof_n(a, b):
+        d = a - b
+        return np.array([d.mean(), np.sqrt(d.var(ddof=d.size))])  # divides by n - n = 0
+
+    verdict = EX.q2.check(ddof_n)
+    out = rejected_text(capsys)
+    assert not verdict and "inf" in out
+    assert "overflow exp" not in out and "maximum" not in out
+    assert "ddof" in out and "n - k" in out

@@ -229,3 +229,16 @@ def test_q2_normalizing_the_keys_only_is_named_as_lesson_08s_arm_g(capsys):
     verdict = EX.q2.check(keys_only)
     assert not verdict and "normalizing k only (arm (g)" in rejected_text(capsys)
     assert "`q_hat = q / np.sqrt((q * q).mean(axis=-1, keepdims=True))`" in verdict.next_step
+
+
+# --- rerun 33: the bound sqrt(d_k) has the comparison's slack, and its message shows the gap (C6) ----
+
+
+def test_q2_scores_within_the_tolerance_are_not_rejected_for_touching_the_bound(capsys):
+    # Case 1 has a score exactly at sqrt(d_k) = 2: 1e-7 relative above it is within rtol 1e-6 everywhere.
+    assert EX.q2.check(lambda q, k: EX.q2.reference(q, k) * (1 + 1e-7)), capsys.readouterr().out
+
+
+def test_q2_a_score_above_sqrt_d_is_printed_with_the_digits_that_show_the_gap(capsys):
+    out = rejected(EX.q2, lambda q, k: EX.q2.reference(q, k) * (1 + 2e-4), capsys)
+    assert "a score of size 2.0004, above sqrt(d_k) = 2:" in out

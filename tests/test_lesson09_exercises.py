@@ -180,6 +180,37 @@ def test_q1_rejects_floored_exponents_that_leave_masked_keys_a_tiny_weight(floor
     assert "exactly 0" in out and f"flooring the exponents at {floor:g}" in out
 
 
+def _sink_softmax(x, sink):
+    m = np.maximum(np.max(x, axis=-1, keepdims=True), sink)
+    e = np.exp(x - m)
+    return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
+
+
+FLUSHES = {  # review 33, A4: the right weights, then the small ones flushed to 0
+    "w < 1e-15": lambda x, s: np.where(_sink_softmax(x, s) < 1e-15, 0.0, _sink_softmax(x, s)),
+    "w < e^-30": lambda x, s: np.where(_sink_softmax(x, s) < np.exp(-30), 0.0, _sink_softmax(x, s)),
+    "w < 1e-300": lambda x, s: np.where(_sink_softmax(x, s) < 1e-300, 0.0, _sink_softmax(x, s)),
+}
+
+
+def test_q1_a_case_has_weights_far_below_rtol_that_are_not_0():
+    weights = np.concatenate([EX.q1.reference(*c.args).ravel() for c in EX.q1.cases])
+    assert ((weights > 0) & (weights < 1e-15)).any() and ((weights > 0) & (weights < 1e-300)).any()
+
+
+@pytest.mark.parametrize("flush", FLUSHES)
+def test_q1_flushing_small_weights_to_0_is_rejected_and_named_as_the_flush(flush, capsys):
+    ex = exercises.load("09").q1
+    assert ex.evaluate(_sink_softmax).passed
+    verdict = ex.check(FLUSHES[flush])
+    out = _unwrapped(capsys.readouterr().out)
+    assert verdict.status == "incorrect" and verdict.mistake == "the property _exact_zeros"
+    assert "(you flushed small weights to 0)" in out and "This is exactly what" not in out
+    ex.hint()
+    step = _unwrapped(capsys.readouterr().out)
+    assert step.startswith("Next step for this mistake: Delete any `np.where(w < eps, 0.0, w)`")
+
+
 @pytest.mark.parametrize("q", ["q1"])
 def test_float32_answers_are_told_to_compute_in_float64(q, capsys):
     ex = getattr(EX, q)

@@ -444,7 +444,8 @@ SLIPS: dict[str, tuple[str, ...]] = {
         "Find the line that writes into {name} (`{bare} -= ...`, `{bare} /= ...`, `np.exp({bare}, out={bare})`, "
         "`{bare}.sort()`, `{bare}[...] = ...`) and give its result a new name instead: `y = {bare} - m` leaves "
         "{name} as the caller passed it.",
-        "Check it: `before = x.copy()`, call your function on `x`, then `np.array_equal(x, before)` must be True. "
+        "Check it: `before = {bare}.copy()`, call your function on `{bare}`, then `np.array_equal({bare}, before)` "
+        "must be True. "
         "Then check again.",
     ),
     "returning the wrong shape": (
@@ -455,7 +456,8 @@ SLIPS: dict[str, tuple[str, ...]] = {
     ),
     "returning the transpose": (
         "Your numbers are right, but rows and columns are swapped: remove the last `.T` (or `.transpose()`, "
-        "`swapaxes`), or swap the order of the matrix product's factors back.",
+        "`swapaxes`), swap the order of a matrix product's factors back, or build the other triangle "
+        "(`np.tril` for `np.triu`, `j <= i` for `j >= i`).",
         "Print `result.shape` beside the expected {expected}: they must match before the values are compared. "
         "Then check again.",
     ),
@@ -481,6 +483,12 @@ SLIPS: dict[str, tuple[str, ...]] = {
         "the input has entries.",
         "Print the loop variable inside the loop on the first input, for a few steps: if it does not approach "
         "the end, fix its update. Then check again.",
+    ),
+    "returning whole numbers": (
+        "Use `/` where you wrote `//`, and remove the `int()`, `round()` or `math.floor` on the result: the "
+        "answer keeps its fraction.",
+        "Print the result before your last line with `np.set_printoptions(precision=17)`: it must not end in "
+        "`.0` everywhere. Then check again.",
     ),
     "rounding the result": (
         "Remove the rounding on your return line (`np.round(..., {digits})`, `round()` or a format string): "
@@ -576,7 +584,8 @@ def float32_rounding(advice: str = "compute in float64 (the inputs are float64; 
             return None
         # Named only where the values are float32 values: a float64 result slightly off for another reason (an
         # epsilon, too few iterations, a rounding) is left to the checker's "off by ..." message.
-        if not (float32_values(out) or _reads_float32_inputs(run)):
+        if not (run.dtype == "float32" or _float32_rounded(out, expected)
+                or (_rounded_to(out, expected) is None and _reads_float32_inputs(run))):
             return None
         return f"agrees with the reference only to about 1e-7, the rounding of float32: {advice}"
 
@@ -612,6 +621,18 @@ def _reads_float32_inputs(run: Run) -> bool:
     return not np.array_equal(reference, moved, equal_nan=True)
 
 
+def _float32_rounded(out: np.ndarray, expected: np.ndarray) -> bool:
+    """Whether `out` holds float32 numbers within half a float32 spacing of `expected`: what a float32 computation
+    of the right formula returns. A float64 answer that is slightly off (too few bisection steps, a rounding)
+    is rarely float32 numbers that close."""
+    if not float32_values(out):
+        return False
+    finite = np.isfinite(out) & np.isfinite(expected)
+    with np.errstate(over="ignore"):
+        spacing = np.spacing(np.abs(expected[finite]).astype(np.float32)).astype(np.float64)
+    return bool(np.all(np.abs(out[finite] - expected[finite]) <= spacing / 2))
+
+
 def float32_values(values: np.ndarray) -> bool:
     """Whether every finite entry of `values` is a float32 number: what a float32 step leaves, read as float64.
 
@@ -631,8 +652,8 @@ def float32_values(values: np.ndarray) -> bool:
 #: What to change when a property fails and no known mistake explains the answer: the step beyond the
 #: property's own sentence. A property states its next step as its ``next_step`` attribute.
 sums_to_one.next_step = (  # type: ignore[attr-defined]
-    "Print `out.sum(axis=-1)` on that input. Then divide by a sum over the same axis you normalize, "
-    "`e / e.sum(axis=-1, keepdims=True)`: without `keepdims=True` a (2, 3) array is divided by a (2,) one."
+    "Print `out.sum(axis=-1)` on that input: every row must sum to 1. A softmax gets there by exponentiating "
+    "(after subtracting the row's maximum) and dividing each row by its own sum, `e / e.sum(axis=-1, keepdims=True)`."
 )
 non_negative.next_step = (  # type: ignore[attr-defined]
     "Print the result after each line on that input: the first line that turns an entry negative (a "
@@ -828,7 +849,8 @@ def generic_variants(exercise: "FunctionExercise") -> dict[str, Callable[..., An
         first = args[0] if args else None
         if not (isinstance(first, np.ndarray) and first.ndim >= 2):  # one row: no other axis to take
             return np.asarray(ref(*args, **kwargs), dtype=np.float64)
-        out = np.asarray(ref(first.swapaxes(-1, -2), *args[1:], **kwargs), dtype=np.float64)
+        swapped = [a.swapaxes(-1, -2) if isinstance(a, np.ndarray) and a.ndim >= 2 else a for a in args]
+        out = np.asarray(ref(*swapped, **kwargs), dtype=np.float64)
         return out.swapaxes(-1, -2)
 
     return {
@@ -1106,8 +1128,8 @@ class Exercise:
 
 
 _DEFAULT_NONFINITE = (
-    "Large scores overflow exp(), and a row whose exponentials all underflow gives 0/0: "
-    "subtract each row's own maximum first."
+    "Print each intermediate of your function on that input: the first that holds nan or inf is the line to "
+    "change (an `np.exp` of a large number overflows; a division by 0, 0/0 or a log of 0 gives inf or nan)."
 )
 _MASKED_NONFINITE = (
     "This input holds -inf (masked positions). A row whose entries are all -inf has maximum -inf, and "
@@ -1331,9 +1353,10 @@ class FunctionExercise(Exercise):
         else:
             transposed = out.swapaxes(-1, -2)
         if transposed is not None and not _agree(out, expected, self.rtol, self.atol) \
-                and _agree(transposed, expected, self.rtol, self.atol):
-            raise _Failed(f"on input {case.describe()} your result is the transpose of the expected one (shape "
-                          f"{out.shape}; expected {expected.shape})", "returning the transpose", slip=True,
+                and _agree(transposed, expected, self.rtol, self.atol) and self.diagnose(answer) is None:
+            shapes = "" if out.shape == expected.shape else f" (shape {out.shape}; expected {expected.shape})"
+            raise _Failed(f"on input {case.describe()} your result is the transpose of the expected one{shapes}: "
+                          "rows and columns are swapped", "returning the transpose", slip=True,
                           steps=_slip_steps("returning the transpose", expected=str(expected.shape)))
         if out.shape != expected.shape:
             raise _Failed(f"on input {case.describe()} the result has shape {out.shape}; expected {expected.shape}",
@@ -1351,10 +1374,38 @@ class FunctionExercise(Exercise):
             if failure.slip or lost is None:
                 raise
             diff = _max_diff(out, expected)
+            with np.errstate(over="ignore"):
+                float32_would_pass = _agree(expected.astype(np.float32).astype(np.float64), expected, self.rtol, self.atol)
+            needs = f"more digits than {dtype} keeps" if float32_would_pass else "float64's"
             raise _Failed(f"on input {case.describe()} your function returned {dtype} values, which keep about "
-                          f"{lost} significant digits; this check needs float64's (max abs diff {diff:.2g})",
+                          f"{lost} significant digits; this check needs {needs} (max abs diff {diff:.2g})",
                           "returning low-precision numbers", slip=True,
                           steps=_slip_steps("returning low-precision numbers", dtype=dtype, digits=lost)) from None
+
+    def _rounding(self, run: Run) -> None:
+        """The slip of rounding the result, or of returning whole numbers, named before any property speaks."""
+        case, out, expected = run.case, run.output, run.expected
+        if _agree(out, expected, self.rtol, self.atol):
+            return
+        finite = np.isfinite(out) & np.isfinite(expected)
+        o, e = out[finite], expected[finite]
+        # Whole numbers where the expected values have an integer part and a fraction (3 for 3.02, from `//`
+        # or int()); not for weights below 1, where 0s and 1s are a one-hot answer, not a truncation.
+        if o.size and np.any(o) and np.abs(e).max() >= 1 and np.array_equal(o, np.round(o)) \
+                and not np.array_equal(e, np.round(e)) and np.all(np.abs(o - e) < 1 + 1e-9):
+            worst = _worst_index(out, expected)
+            shown, wanted = _two_numbers(float(out[worst]), float(expected[worst]))
+            raise _Failed(f"on input {case.describe()} your result is a whole number where the expected is not: "
+                          f"{shown} where the expected is {wanted}", "returning whole numbers", slip=True,
+                          steps=_slip_steps("returning whole numbers"))
+        digits = _rounded_to(out, expected)
+        if digits is not None:
+            worst = _worst_index(out, expected)
+            unit = "decimal" if digits == 1 else "decimals"
+            raise _Failed(f"on input {case.describe()} your result is rounded to {digits} {unit}: for example "
+                          f"{describe(out[worst], digits + 2)} where the expected is {describe(expected[worst], 17)}",
+                          f"rounding the result to {digits} {unit}", slip=True,
+                          steps=_slip_steps("rounding the result", digits=str(digits)))
 
     def _compare(self, run: Run) -> None:
         """The checks after the slips: early properties, rounding, nan and inf, properties, the values."""
@@ -1363,18 +1414,13 @@ class FunctionExercise(Exercise):
         # sentence would name a mistake it did not make: only properties marked `precise` (exact zeros, float32)
         # run for it, and the comparison says how far off it is.
         near = _near(out, expected) and not _agree(out, expected, self.rtol, self.atol)
+        self._rounding(run)
         for prop in self.early_properties:
             if near and not getattr(prop, "precise", False):
                 continue
             problem = prop(run)
             if problem:
                 raise _Failed(f"on input {case.describe()} the result {problem}", _property_label(prop))
-        digits = _rounded_to(out, expected)
-        if digits is not None and not _agree(out, expected, self.rtol, self.atol):
-            raise _Failed(f"on input {case.describe()} your result is rounded to {digits} decimals: "
-                          f"{describe(out, digits + 2)} where the expected is {describe(expected, digits + 4)}",
-                          f"rounding the result to {digits} decimals", slip=True,
-                          steps=_slip_steps("rounding the result", digits=str(digits)))
         same = (out == expected) | (np.isnan(out) & np.isnan(expected))
         if (~np.isfinite(out) & ~same).any():  # an inf (or nan) the reference also has is right
             raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self._nonfinite_hint(case)}")
@@ -1389,14 +1435,13 @@ class FunctionExercise(Exercise):
         if _agree(out, expected, self.rtol, self.atol):
             return
         if near:
-            rel = _max_relative_diff(out, expected)
-            with np.errstate(invalid="ignore"):
-                worst = np.unravel_index(int(np.nanargmax(np.where(out == expected, 0.0, np.abs(out - expected)))), out.shape)
-            shown, wanted = _distinct_renderings(np.atleast_1d(out[worst]), np.atleast_1d(expected[worst]))
+            worst = _worst_index(out, expected)
+            shown, wanted = _two_numbers(float(out[worst]), float(expected[worst]))
+            rel = abs(float(out[worst]) - float(expected[worst])) / max(abs(float(expected[worst])), 1e-300)
             at = f" at index {tuple(int(i) for i in worst)}" if out.ndim else ""
             raise _Failed(
-                f"on input {case.describe()} your result is off by up to {max_diff:.2g} (relative {rel:.1g}){at}: "
-                f"{shown.strip('[]')} where the expected is {wanted.strip('[]')}. That is more than rounding can "
+                f"on input {case.describe()} your result is off by up to {max_diff:.2g}{at}: {shown} where the "
+                f"expected is {wanted} (relative {rel:.1g}). That is more than rounding can "
                 f"explain (this check allows rtol {self.rtol:g} and atol {self.atol:g}) and far less than a wrong "
                 "formula gives: some step loses digits or computes a slightly different value",
                 SMALL_ERROR,
@@ -1441,6 +1486,30 @@ def _digits_lost(dtype: str | None, expected: np.ndarray, rtol: float, atol: flo
         if _agree(rounded, expected, rtol, atol):
             return None
     return _LOW_PRECISION_DIGITS[dtype]
+
+
+def _worst_index(out: np.ndarray, expected: np.ndarray) -> tuple[int, ...]:
+    """The index of the largest |out - expected| among the finite entries (equal entries count 0)."""
+    with np.errstate(invalid="ignore"):
+        diff = np.where((out == expected) | ~np.isfinite(out) | ~np.isfinite(expected), 0.0, np.abs(out - expected))
+    return tuple(int(i) for i in np.unravel_index(int(np.argmax(diff)), out.shape)) if out.ndim else ()
+
+
+def _two_numbers(a: float, b: float) -> tuple[str, str]:
+    """`a` and `b` with as many significant digits as it takes to tell them apart (at least 4).
+
+    Examples
+    --------
+    >>> _two_numbers(0.4223188, 0.4223180)
+    ('0.422319', '0.422318')
+    >>> _two_numbers(1.0000001, 1.0)
+    ('1.0000001', '1')
+    """
+    for digits in range(4, 18):
+        shown = f"{a:.{digits}g}", f"{b:.{digits}g}"
+        if shown[0] != shown[1]:
+            return shown
+    return repr(a), repr(b)
 
 
 def _max_diff(out: np.ndarray, expected: np.ndarray) -> float:

@@ -10,7 +10,10 @@ from .core import (
     Case,
     Exercise,
     FunctionExercise,
+    Run,
     clip_variants,
+    float32_rounding,
+    float32_values,
     non_negative,
     shift_and_clip_advice,
     shift_and_clip_next_steps,
@@ -308,6 +311,77 @@ def _q3_clipped(clip):
     return wrong
 
 
+def _q3_arguments_swapped(run: Run) -> str | None:
+    """Early property: a function that takes (temperature, x) is told so, not given advice about its formula.
+
+    Its nan (T / x divides by the scores' zeros) would otherwise get the overflow hint, though it may well
+    subtract the maximum.
+    """
+    x, temperature = run.case.args
+    if run.output.shape == run.expected.shape and np.allclose(run.output, run.expected, rtol=1e-6, atol=1e-9):
+        return None
+    try:
+        swapped = run.call(temperature, x)
+    except Exception:  # noqa: BLE001 - the swapped call may fail in any way: then no evidence
+        return None
+    if swapped.shape == run.expected.shape and np.allclose(swapped, run.expected, rtol=1e-6, atol=1e-9):
+        return ("is wrong, but your function called with its two arguments the other way round, f(temperature, x), "
+                "gives exactly the expected result: it reads its first argument as the temperature. The checker "
+                "calls f(x, temperature), scores first")
+    return None
+
+
+_q3_arguments_swapped.next_step = (  # type: ignore[attr-defined]
+    "Swap the two parameters in your `def` line: `def softmax_with_temperature(x, temperature):`, the scores "
+    "first; the body stays as it is."
+)
+
+_Q3_FLOAT32_ADVICE = (
+    "compute in float64 (drop `dtype=np.float32`, `astype(np.float32)` or `np.float32(temperature)`): the inputs "
+    "are float64, and at a small T such as 0.01 float32's rounding of x / T (about 6e-8 relative) grows into "
+    "errors of the weights up to 1e-4"
+)
+_q3_float32_digits = float32_rounding(_Q3_FLOAT32_ADVICE)
+
+
+def _q3_float32(run: Run) -> str | None:
+    """Property: a result that misses only at float32's rounding names float32 (the tolerance needs float64).
+
+    Named where the result is float32 values, or where it is the result of the scores rounded to float32 (with T
+    kept, or T rounded too). Where only the rounded inputs give float32 away, the answer must also respond to a
+    change of T larger than float32's rounding: one that floors T at 0.05 ignores T = 0.01 and 0.0099999998
+    alike, and is not float32.
+    """
+    x, temperature = run.case.args
+    out, expected = run.output, run.expected
+    problem = _q3_float32_digits(run)
+    if problem is not None:
+        if run.dtype == "float32" or float32_values(out):
+            return problem
+        try:
+            moved = run.call(x, temperature * (1 + 1e-5))
+        except Exception:  # noqa: BLE001 - no evidence either way
+            return None
+        return None if np.array_equal(moved, out) else problem
+    # float32_rounding rounds every input at once; a learner may round the scores alone, `x.astype(np.float32)`.
+    if np.allclose(out, expected, rtol=1e-9, atol=1e-11) or not np.allclose(out, expected, rtol=1e-4, atol=1e-6):
+        return None
+    x32 = np.asarray(x).astype(np.float32).astype(np.float64)
+    if np.array_equal(x32, x):
+        return None
+    try:
+        again = run.call(x32, temperature)
+    except Exception:  # noqa: BLE001 - no evidence either way
+        return None
+    if again.shape != out.shape or not np.array_equal(again, out):
+        return None
+    return f"is exactly what softmax(x / T) gives with the scores x rounded to float32: {_Q3_FLOAT32_ADVICE}"
+
+
+_q3_float32.next_step = _q3_float32_digits.next_step  # type: ignore[attr-defined]
+_q3_float32.precise = True  # type: ignore[attr-defined]  # as float32_rounding's: it names float32 values
+
+
 _Q3_SOLUTION = """
 ```python
 def softmax_with_temperature(x, temperature):
@@ -349,8 +423,14 @@ def _q3() -> FunctionExercise:
         # -20.03 by up to 7e-7, which T = 0.01 turns into relative errors of the weights up to 8e-5.
         rtol=1e-6,
         atol=1e-9,
-        properties=[non_negative, sums_to_one],
-        nonfinite_hint="x / T can be far larger than x: " + _OVERFLOW_HINT,
+        early_properties=[_q3_arguments_swapped],
+        # float32 last: the tolerance needs float64 (the case with T = 0.01 and -20.015 rejects float32).
+        properties=[non_negative, sums_to_one, _q3_float32],
+        nonfinite_hint=(
+            "x / T can be far larger than x: if you did not subtract each row's own maximum before exp(), do so "
+            "(exp() of a large score overflows to inf, and a row whose exponentials all underflow gives 0/0). "
+            "If you did, print x / T on this input: nan or inf there comes from a division by 0."
+        ),
         wrong_answers={
             "multiplying by T": _q3_times_t,
             "raising the probabilities to 1/T without renormalizing": _q3_power_without_renormalizing,

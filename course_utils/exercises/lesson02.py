@@ -26,9 +26,38 @@ from .lesson01 import _ROW_PROBES
 
 # --- q1: predict where float32 overflows ----------------------------------------
 
+#: A number between 88 and 89, such as ln(3.4e38) = 88.72 itself: the limit, where the question asks for an integer.
+_Q1_NOT_INTEGER = "a number between 88 and 89, not an integer"
+_Q1_NOT_INTEGER_FEEDBACK = (
+    "the question asks for an integer x, the largest whole number whose e^x is still finite in float32. "
+    "ln(3.4e38), about 88.72, is the limit itself and not a whole number: round it down."
+)
+
+
+class _IntegerPrediction(ValueExercise):
+    """A prediction that must be an integer: any number strictly between 88 and 89 is named as not one.
+
+    ValueExercise names a wrong answer by one value; ln(3.4e38) may be written 88.72, 88.7 or 88.5.
+    """
+
+    def evaluate(self, answer: object) -> Verdict:
+        verdict = super().evaluate(answer)
+        if verdict.passed or verdict.mistake is not None:
+            return verdict
+        try:
+            if type(answer).__module__.startswith("torch"):
+                answer = answer.detach().cpu().numpy()  # type: ignore[attr-defined]
+            got = np.asarray(float(answer) if isinstance(answer, str) else answer, dtype=np.float64)
+        except (TypeError, ValueError):  # told by the checker already what it is not
+            return verdict
+        if got.size != 1 or not 88.0 < float(got.reshape(-1)[0]) < 89.0:
+            return verdict
+        return Verdict("incorrect", f"✗ Not yet: {_Q1_NOT_INTEGER_FEEDBACK}", mistake=_Q1_NOT_INTEGER,
+                       next_step=self.next_steps.get(_Q1_NOT_INTEGER))
+
 
 def _q1() -> ValueExercise:
-    return ValueExercise(
+    return _IntegerPrediction(
         "02",
         "q1",
         "The largest integer score x for which naive_softmax([x, 0]) in float32 is finite",
@@ -41,6 +70,8 @@ def _q1() -> ValueExercise:
                 math.floor(exp_limits(np.float32).largest) + 1,
                 "one too many: e^89 is about 4.5e38, above float32's largest number.",
             ),
+            # Any other number in (88, 89) is named by _IntegerPrediction.evaluate, with the same feedback.
+            _Q1_NOT_INTEGER: (float(np.log(np.float64(np.finfo(np.float32).max))), _Q1_NOT_INTEGER_FEEDBACK),
         },
         hints=[
             "The textbook formula breaks as soon as e^x is inf.",
@@ -63,6 +94,10 @@ def _q1() -> ValueExercise:
             ),
             "one too many": (
                 "Round `ln(3.4e38)` down, not up: check with `np.exp(np.float32(89))`, which prints inf."
+            ),
+            _Q1_NOT_INTEGER: (
+                "Write the whole number just below yours, and check it in a cell: `np.exp(np.float32(x))` must print "
+                "a finite number, and `np.exp(np.float32(x + 1))` inf."
             ),
         },
         atol=0.0,

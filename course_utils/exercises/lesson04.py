@@ -97,10 +97,12 @@ def _q2_log_softmax_backward(g: np.ndarray, p: np.ndarray) -> np.ndarray:
 
 # --- seeing the Jacobian: every array the answer makes, in NumPy and in PyTorch -----------------------
 #
-# "Without the Jacobian" is a structure: nothing the answer computes may be n x n. Memory shows it only on a long
-# row, and only for NumPy (tracemalloc cannot see PyTorch's tensors), and an answer can build J on short rows
-# only. So on every case the checker hands the answer g and p as `_Traced` arrays, which report every array that
-# NumPy computes from them, and watches every PyTorch call with a TorchFunctionMode.
+# "Without the Jacobian" is a structure: nothing the answer computes may be n x n. Memory shows it only on rows
+# of 64 and more, and only for what Python's allocator holds (tracemalloc cannot see PyTorch's tensors), and an
+# answer can build J on short rows only. So on every case the checker hands the answer g and p as `_Traced` arrays,
+# which report every array that NumPy computes from them, and watches every PyTorch call with a TorchFunctionMode.
+# What escapes that watching (a nested Python list, an array after `p.view(np.ndarray)`) is caught by memory, on
+# rows of 64 and more: two of them drawn afresh for each check, so that no fixed list of lengths escapes it.
 
 
 @dataclass
@@ -243,13 +245,36 @@ def _without_the_jacobian(run: Run) -> str | None:
                     f"hold together ({np.size(g) + np.size(p)})")
         return (f"is right, but your function built {what}, {where}: the Jacobian's size, which this exercise "
                 "asks you to do without. p * (g - <g, p>) needs no array larger than g and p")
-    if n < 1000:
+    if n < _MEMORY_FROM_N:
         return None
-    peak = peak_memory(run.function, *run.case.args)  # what the watching cannot follow: Python lists, say
-    if peak is not None and peak >= n * n * 8 / 4:
-        return (f"is right, but on this row of {n} your function held {peak / 2**20:.1f} MiB at once, as an n x n "
-                f"Jacobian does ({n * n * 8 / 2**20:.1f} MiB): compute p * (g - <g, p>) from the vectors alone, in O(n)")
+    # What the watching cannot follow (a nested Python list, an array after `p.view(np.ndarray)`) still takes
+    # memory that tracemalloc sees: compared with what the reference holds on this same row, and with n^2.
+    peak = peak_memory(run.function, *run.case.args)
+    needs = peak_memory(run.reference, *run.case.args) if run.reference is not None else None
+    if peak is None or not needs:
+        return None
+    limit = max(n * n * 8 / 4, _PEAK_RATIO * needs)
+    if peak >= limit:  # once more: a first call's own work (an import in the function, say) is not the answer's
+        peak = min(peak, peak_memory(run.function, *run.case.args) or peak)
+    if peak >= limit:
+        return (f"is right, but on this row of n = {n} your function held {_amount(peak)} at once, {peak / needs:.0f} "
+                f"times what p * (g - <g, p>) holds on this row ({_amount(needs)}): the memory of an n x n Jacobian "
+                f"({_amount(n * n * 8)} in float64, about 4 times that as nested Python lists), not of two vectors "
+                "of n. Compute p * (g - <g, p>) from the vectors alone, in O(n)")
     return None
+
+
+#: From this row length on, memory tells a Jacobian from the vector formula: a nested Python list of n x n floats
+#: holds about 33 n^2 bytes, the reference about 3 kB + 33 n (with its copy of g and p), 35 times less at n = 64.
+_MEMORY_FROM_N = 64
+#: The memory limit, as a multiple of the reference's own peak on the same row (or a quarter of a float64 n x n
+#: Jacobian, if that is more): right answers stay within 5 times it (the most: g and p turned into Python lists;
+#: torch's tensors are not counted). A nested Python list J holds 2 times the limit at n = 64, 14 times at 256.
+_PEAK_RATIO = 16
+
+
+def _amount(nbytes: float) -> str:
+    return f"{nbytes / 2**20:.1f} MiB" if nbytes >= 2**20 else f"{nbytes / 2**10:.0f} kB"
 
 
 # A structure: it holds or fails whatever the numbers, so it runs for a nearly right answer too (core's `precise`).
@@ -269,10 +294,31 @@ def softmax_vjp(g, p):
 """
 
 
+#: The ranges from which each check draws the lengths of two fresh rows (log-uniformly), on which memory is
+#: checked too: an answer that builds J (as a Python list, say) on rows of some lengths only, or on every length
+#: but the cases' own, fails on the next check.
+_FRESH_N = ((_MEMORY_FROM_N, 256), (256, 1024))
+
+
+class _FreshRows(FunctionExercise):
+    """q2's checker: besides its fixed cases, every check draws two rows of new lengths, as 03 q3 draws shapes."""
+
+    def evaluate(self, answer):  # noqa: D102 - see FunctionExercise.evaluate
+        gen = np.random.default_rng()
+        lengths = [int(np.exp(gen.uniform(np.log(lo), np.log(hi)))) for lo, hi in _FRESH_N]
+        fresh = [Case((gen.standard_normal(n), softmax(gen.standard_normal(n)))) for n in lengths]
+        fixed = self.cases
+        self.cases = fixed + tuple(fresh)
+        try:
+            return super().evaluate(answer)
+        finally:
+            self.cases = fixed
+
+
 def _q2() -> FunctionExercise:
     rng = np.random.default_rng(4)
     p_batch = softmax(rng.normal(size=(3, 5)))
-    return FunctionExercise(
+    return _FreshRows(
         "04",
         "q2",
         "The gradient through softmax without the Jacobian",

@@ -372,8 +372,9 @@ def masked_softmax(scores, mask):
 ```
 Blocked scores become -inf before the softmax, so they get exactly 0 and the allowed
 weights share the whole budget of 1. The row maximum is taken over the allowed scores
-only. A row with no allowed key has total 0 and returns zeros, as torch's
-`scaled_dot_product_attention` and `course_utils` do, instead of 0/0 = NaN.
+only. A row with no allowed key has total 0 and returns zeros, as `course_utils` does and
+torch's `scaled_dot_product_attention` does on a CPU (lesson 05c: not on every GPU backend),
+instead of 0/0 = NaN.
 """
 
 

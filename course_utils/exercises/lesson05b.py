@@ -372,6 +372,25 @@ def _q2_scale_by_length(q, k, v):
     return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-2]) + _square_mask(q), dim=-1) @ v
 
 
+#: A finite fill that leaks: e^-10 of weight (relative to an allowed key's) stays on each blocked key. (A fill
+#: such as -1e4 leaks nothing on these order-one scores and is accepted, see the module's docstring.)
+_WEAK_FILL = -10.0
+
+
+def _q2_finite_fill(q, k, v):
+    return torch.softmax(_scores(q, k).masked_fill(_square_mask(q) != 0, _WEAK_FILL), dim=-1) @ v
+
+
+def _true_blocked(q: torch.Tensor) -> torch.Tensor:
+    """nn.MultiheadAttention's causal bool mask, True = blocked: the future, the diagonal excluded."""
+    L = q.shape[-2]
+    return torch.ones(L, L, dtype=torch.bool).triu(diagonal=1)
+
+
+def _q2_true_blocked(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_true_blocked(q))
+
+
 _Q2_MISTAKES = {
     "generate_square_subsequent_mask is an *additive* mask, 0 where a query may attend and -inf where it may "
     "not, so `mask == 0` selects the allowed keys and blocks them: every query attends only to the future "
@@ -389,6 +408,11 @@ _Q2_MISTAKES = {
     "it may see": _q2_after_renormalized_nan_to_num,
     "the scale 1/√L, with L the number of tokens: the scores are dot products of length d = q.shape[-1], so the "
     "scale is 1/√d": _q2_scale_by_length,
+    f"the blocked scores filled with {_WEAK_FILL:g}, a finite number: the mask is in the right place, before the "
+    f"softmax, but each blocked key keeps e^{_WEAK_FILL:g} (relative to an allowed key's weight), so the future "
+    "still leaks in. Every blocked score must become -inf": _q2_finite_fill,
+    "a bool mask with True on the future (True = blocked, as nn.MultiheadAttention reads it) given to SDPA, which "
+    "reads a bool True as *may attend*: each query sees only the keys after it": _q2_true_blocked,
 }
 
 
@@ -409,8 +433,9 @@ def _future_does_not_leak(run: Run) -> str | None:
 
 _future_does_not_leak.next_step = (  # type: ignore[attr-defined]
     "Print your attention weights for the first query of that input: every weight on a later key must be exactly 0. "
-    "Put the mask into the scores before the softmax (`scores + mask`, or `scores.masked_fill(~allowed, "
-    "float('-inf'))`), not onto the weights after it."
+    "Each blocked score must become -inf before the softmax (`scores.masked_fill(~allowed, float('-inf'))`; a finite "
+    "fill such as -10 leaks), SDPA's bool `attn_mask` reads True as *may attend*, and a mask multiplied onto the "
+    "weights after the softmax leaves the future in the denominator."
 )
 
 
@@ -473,6 +498,8 @@ def _q2() -> FunctionExercise:
             "no mask": _q2_no_mask,
             "masking after the softmax, renormalizing, and zeroing the NaN rows": _q2_after_renormalized_nan_to_num,
             "the scale 1/sqrt(L) instead of 1/sqrt(d)": _q2_scale_by_length,
+            "a finite fill of -10": _q2_finite_fill,
+            "a bool mask with True = blocked, given to SDPA": _q2_true_blocked,
             _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
         },
         next_steps={
@@ -481,7 +508,10 @@ def _q2() -> FunctionExercise:
                 "Add the mask instead of filling: `scores + mask`, with `mask = generate_square_subsequent_mask(L)` "
                 "(or `masked_fill(mask != 0, float('-inf'))`)."
             ),
-            "the mask transposed": "Drop the `.T`: add `generate_square_subsequent_mask(L)` as it comes.",
+            "the mask transposed": (
+                "Keep the lower triangle: drop the `.T` (or change `triu` to `tril`), so key j <= query i, and add "
+                "`generate_square_subsequent_mask(L)` as it comes."
+            ),
             "the diagonal blocked": (
                 "Use `torch.ones(L, L, dtype=torch.bool).tril()` (diagonal=0) as the allowed keys, not "
                 "`tril(diagonal=-1)`."
@@ -507,6 +537,14 @@ def _q2() -> FunctionExercise:
             "the scale 1/sqrt(L) instead of 1/sqrt(d)": (
                 "Divide the scores by `math.sqrt(q.shape[-1])`, the length of each query, not `math.sqrt(L)` with "
                 "`L = q.shape[-2]`."
+            ),
+            "a finite fill of -10": (
+                "Change the `-10.0` in your `masked_fill(...)` to `float('-inf')`: `exp(-inf)` is exactly 0, so no "
+                "blocked key keeps any weight."
+            ),
+            "a bool mask with True = blocked, given to SDPA": (
+                "Negate your mask, `attn_mask=~blocked`, which is `torch.ones(L, L, dtype=torch.bool).tril()`, or "
+                "drop it and pass `is_causal=True`."
             ),
         },
         hints=[
@@ -581,6 +619,14 @@ def _q3_inverted_bool(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=_tril(q, torch.bool).T.contiguous())
 
 
+def _q3_finite_fill(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=(1 - _tril(q, q.dtype)) * _WEAK_FILL)
+
+
+def _q3_true_blocked(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_true_blocked(q))
+
+
 _Q3_MISTAKES = {
     "both bugs: the scale 1/√(heads · head_dim) uses the model width, and the 1/0 float mask is *added* "
     "to the scores, so it blocks nothing": _q3_buggy,
@@ -594,6 +640,11 @@ _Q3_MISTAKES = {
     "the scale uses the number of heads, not the head dimension": _q3_heads_scale,
     "a bool mask with the triangle transposed: queries see the future": _q3_inverted_bool,
     "the scale uses the number of tokens L, not the head dimension": _q3_length_scale,
+    f"a float mask of 0 and {_WEAK_FILL:g}: SDPA adds it to the scores before the softmax, as it should, but "
+    f"{_WEAK_FILL:g} is finite, so each blocked key keeps e^{_WEAK_FILL:g} (relative to an allowed key's weight) "
+    "and the future still leaks in. Every blocked score must become -inf": _q3_finite_fill,
+    "a bool mask with True on the future (True = blocked, as nn.MultiheadAttention reads it), where SDPA reads "
+    "a bool True as *may attend*: each query sees only the keys after it": _q3_true_blocked,
 }
 
 
@@ -633,6 +684,8 @@ def _q3() -> FunctionExercise:
             "1/sqrt(heads)": _q3_heads_scale,
             "the transposed bool mask": _q3_inverted_bool,
             "1/sqrt(L)": _q3_length_scale,
+            "a float mask of 0 and -10": _q3_finite_fill,
+            "a bool mask with True = blocked": _q3_true_blocked,
             _IN_PLACE: lambda q, k, v: _in_place(q, k, v, is_causal=True),
         },
         next_steps={
@@ -656,6 +709,14 @@ def _q3() -> FunctionExercise:
             "1/sqrt(L)": (
                 "Take the scale from the last axis, `q.size(-1)` (head_dim), not `q.size(-2)` (the number of tokens); "
                 "or leave `scale` out."
+            ),
+            "a float mask of 0 and -10": (
+                "Build the float mask with -inf: `torch.zeros(L, L).masked_fill(~allowed, float('-inf'))`, with "
+                "`allowed = torch.ones(L, L, dtype=torch.bool).tril()`; or pass `is_causal=True` and no mask."
+            ),
+            "a bool mask with True = blocked": (
+                "Negate your mask, `attn_mask=~blocked`, which is `torch.ones(L, L, dtype=torch.bool).tril()`, or "
+                "replace it by `is_causal=True`."
             ),
         },
         hints=[
@@ -875,7 +936,7 @@ def seed_attention(Q, K, V, mask=None):
 `d_k` is the length of the query and key vectors, `Q.size(-1)`: the scores are their dot
 products (not the values' length, nor the number of keys). With it defined, the seed's -1e9
 gives the right weights on every row with an allowed key; on a row with none it gives uniform
-weights, so that query's output is the average of all values, where torch's SDPA returns zeros.
+weights, so that query's output is the average of all values, where torch's SDPA on a CPU returns zeros (lesson 05c: not on every GPU).
 A fill of -inf removes blocked keys whatever the scores are, and the empty rows are then zeroed
 by selecting on the mask, `torch.where(has_key, ..., 0.0)` (on the weights or on the output),
 never by multiplying: NaN × 0 is NaN. `nan_to_num(0.0)` gives the same here, where an empty row

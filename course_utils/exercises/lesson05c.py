@@ -153,8 +153,11 @@ def guard(out, mask):
 ```
 `keepdims=True` keeps the flag a column, shape (..., L, 1), which broadcasts over the
 output's last axis and over any batch axes of a key-padding mask such as (B, 1, 1, S).
-In PyTorch the same line is `torch.where(mask.any(-1, keepdim=True), out, 0.0)`; its
-gradient into a guarded row is 0, so the query and the blocked keys receive none either.
+In PyTorch the same line is `torch.where(mask.any(-1, keepdim=True), out, 0.0)`; it sends
+no gradient into a guarded row. That is not enough where the kernel itself met the empty row:
+on the `torch.softmax` path `v`'s gradient is still NaN, and a kernel's backward can make NaN
+by itself (section 5's bug report). So give the kernel no empty row first, `mask | ~has_key`,
+and select after it (section 5).
 """
 
 

@@ -425,6 +425,22 @@ def _q2() -> ValueExercise:
                 [[0.7, 0.3], [0.75, 0.25]],
                 "the second row's gap is 1.5, more than 1: the second key gets exactly 0.",
             ),
+            # The right four numbers in the wrong places: the layout, not sparsemax, is the mistake.
+            "the table transposed": (
+                np.transpose(sparsemax(_Q2_ROWS)),
+                "your four numbers are right, but transposed: each row is one input ([0.4, 0], then [1.5, 0]) and "
+                "holds its two weights. You wrote the columns as rows.",
+            ),
+            "the rows swapped": (
+                sparsemax(_Q2_ROWS)[::-1],
+                "your four numbers are right, but the rows are swapped: the first row is sparsemax([0.4, 0]), the "
+                "second sparsemax([1.5, 0]).",
+            ),
+            "the columns swapped": (
+                np.fliplr(sparsemax(_Q2_ROWS)),
+                "your four numbers are right, but the columns are swapped: in each row the first weight belongs to "
+                "the first score (0.4 or 1.5), the second to the 0.",
+            ),
             # Within the tolerance: rejected by _ExactZeroPrediction.evaluate, which writes its own feedback.
             _Q2_NOT_EXACT: (
                 [[0.7, 0.3], [0.9997, 0.0003]],
@@ -440,6 +456,14 @@ def _q2() -> ValueExercise:
             "one-hot for both": "Compute `(1 + t) / 2` for the first row, t = 0.4: the gap is below 1, so both weights are positive.",
             "both in the support, no saturation, first row right": (
                 "Apply `min((1 + t) / 2, 1)` to the second row, t = 1.5."
+            ),
+            "the table transposed": (
+                "Write one row per input, `[[p_1, p_2] for [0.4, 0], [p_1, p_2] for [1.5, 0]]`, or apply "
+                "`np.transpose` to yours."
+            ),
+            "the rows swapped": "Put the row of [0.4, 0] first: `[[0.4 row], [1.5 row]]`, or `your_answer[::-1]`.",
+            "the columns swapped": (
+                "Put the weight of the larger score first in each row, `[p_1, p_2]`, or apply `np.fliplr` to yours."
             ),
             _Q2_NOT_EXACT: (
                 "Work the second row through the support test: `1 + 2 * 0 > 1.5 + 0` is False, so k = 1, "

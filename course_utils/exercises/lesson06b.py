@@ -364,6 +364,13 @@ def _q2() -> FunctionExercise:
             "At alpha = 2, p ** 0 is 1 even where p = 0: restrict s to p > 0 with np.where.",
         ],
         solution=_Q2_SOLUTION,
+        # No exp here: nan or inf comes from a division by sum(s) = 0, or a power of a negative "weight".
+        nonfinite_hint=(
+            "This formula has no exp(): nan or inf comes from dividing by `s.sum()` when it is 0 (no key with "
+            "p > 0 in your s), or from a power: `(-0.5) ** 0.5` is nan and `0.0 ** -0.5` is inf. g has negative "
+            "entries and p none: check that your parameters come in the order (g, p, alpha), then print `s` and "
+            "`s.sum()` on this input."
+        ),
         # Tight on purpose, but a float64 bound (u = 2^-53): in any form of J g (the full matrix, masking after
         # the power) s = p^(2 - alpha) is within a pow's 4 ulp, the sums s.g and sum(s) within γ_n, so an entry is
         # off by at most 2·(8u + γ_(n+2))·max|g| ≈ 1e-14 on each side for these rows of at most 6 keys (|g| < 3.1);

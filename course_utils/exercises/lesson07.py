@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import functools
 import math
 import os
 import sys
@@ -602,21 +604,62 @@ class _Rows(np.lib.mixins.NDArrayOperatorsMixin):
         return self.__copy__()
 
 
+@contextlib.contextmanager
+def _makers_watched(seen: Callable[..., None]):
+    """While the block runs, every array made by NumPy's constructors and joins is shown to `seen(array, how)`."""
+    names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack")
+    saved = {name: getattr(np, name) for name in names}
+
+    def watching(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def make(*args: Any, **kwargs: Any) -> Any:
+            made = original(*args, **kwargs)
+            seen(made, f"`np.{name}`")
+            return made
+
+        return make
+
+    for name, original in saved.items():
+        setattr(np, name, watching(name, original))
+    try:
+        yield
+    finally:
+        for name, original in saved.items():
+            setattr(np, name, original)
+
+
 def _reads_keys_in_tiles(run: Run) -> str | None:
     """On the case that follows reads, no operation may combine more than block_k rows of k or v with other data."""
     if not getattr(run.case, "follow_reads", False):
         return None
     q, k, v, block_q, block_k = run.case.args
     reads = _Reads(block_k)
-    with _conversions_keep(_Rows):
+    n_q, n_k = q.shape[0], k.shape[0]
+    rows: list[tuple[tuple[int, ...], str, str | None]] = []  # arrays as long as all the keys, made by the answer
+
+    def seen(made: Any, how: str = "`np.array`") -> None:
+        shape = np.shape(made)
+        # One query's scores for every key (shape (S,) or (1, S)); a tile of queries' is the memory check's
+        if not rows and len(shape) and shape[-1] >= n_k and int(np.prod(shape[:-1])) == 1 and not isinstance(made, _Rows):
+            rows.append((tuple(int(n) for n in shape), how, _learner_line()))
+
+    with _conversions_keep(_Rows, seen), _makers_watched(seen):
         try:
             run.call(q, _Rows.of(k, "k", reads), _Rows.of(v, "v", reads), block_q, block_k)
         except Exception:  # the checker's own call ran the answer: what failed here is the following, so let it be
             return None
     wide = reads.wide
+    if wide is None and rows:  # read in tiles, but every key's score of a row kept at once: no online softmax
+        shape, how, line = rows[0]
+        where = f"the line `{line}`" if line else "your function"
+        return (
+            f"reads k in tiles, but {where} makes an array of shape {shape} with {how}: a score for every one of "
+            f"the {n_k} keys at once, then a softmax over it. The lesson's loop keeps only one tile's scores, "
+            "`k[j0:j0 + block_k]` against a tile of queries, and carries each row's m, ell and acc from one "
+            "tile to the next (the online softmax)"
+        )
     if wide is None:
         return None
-    n_q, n_k = q.shape[0], k.shape[0]
     counted = f"all {n_k}" if wide.keys == n_k else f"{wide.keys}"
     what = f"{counted} keys of k" if wide.name == "k" else f"{counted} rows of v"
     where = f"the line `{wide.line}`" if wide.line else f"your function (in {wide.how})"

@@ -8,7 +8,17 @@ import numpy as np
 
 from ..decoding import merge_attention_parts
 from ..tiled import tiled_attention
-from .core import ROW_SHIFTS, Case, Exercise, FunctionExercise, Run, float32_rounding, shift_variants, starter
+from .core import (
+    ROW_SHIFTS,
+    Case,
+    Exercise,
+    FunctionExercise,
+    Run,
+    float32_rounding,
+    shift_examples,
+    shift_variants,
+    starter,
+)
 
 # Tolerances of all three: the inputs are float64 and a correct answer differs from the reference
 # only by rounding, bounded on each side (u = 2^-53) by: q1, a weight exp(s - lse) within u·(|s| + |lse|)
@@ -616,6 +626,9 @@ def _q3() -> FunctionExercise:
         reference=_q3_reference,
         starter=starter,
         cases=_q3_cases(),
+        # The rows of the shift family as one query's lses across its chunks: where two shifts give the same
+        # outputs on the cases (the first entry and the median, say), these tell them apart.
+        probes=[Case((np.ones((len(row), 1, 2)), row[:, None])) for row in shift_examples()],
         wrong_answers={},
         variants={
             "the plain average of the chunks' outputs": _q3_average,

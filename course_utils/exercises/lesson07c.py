@@ -7,11 +7,14 @@ memory with reduced-precision reductions, two bfloat16 L x S matrices and one by
 bfloat16 tensor of Q's size that the learner is not asked to name.
 
 q1 compares exactly up to float rounding (rtol 1e-9): the reference is a product of integers
-divided by 2**20, and every wrong variant misses by a whole tensor, 0.25 MiB or more.
+divided by 2**20, and every wrong variant misses by a whole tensor, 0.25 MiB or more on the fixed cases.
+Besides those, each check draws two new shapes, so that a table of the fixed cases' results fails.
 """
 
 from __future__ import annotations
 
+
+import numpy as np
 
 from ..measured import load_measurements
 from .core import Case, FunctionExercise, ValueExercise, starter
@@ -35,11 +38,45 @@ Nothing of size L x L is ever stored: the tiles of scores live on chip (lesson 0
 """
 
 
+#: The ranges (inclusive) from which each check draws the fresh shapes (B, H, L, D).
+_FRESH_SHAPES = ((1, 8), (1, 32), (1, 8192), (1, 256))
+
+
+def _fresh_shape(gen: np.random.Generator, fixed: set) -> tuple[int, int, int, int]:
+    """A shape (B, H, L, D) of none of the fixed cases, whose answer float32 holds exactly, as the fixed cases' are
+    (B * H * L * (2D + 4) with an odd part below 2**24): an answer in float32 passes or fails by its formula alone."""
+    while True:
+        shape = tuple(int(gen.integers(lo, hi, endpoint=True)) for lo, hi in _FRESH_SHAPES)
+        mib = _q1_reference(*shape)
+        if shape not in fixed and float(np.float32(mib)) == mib:
+            return shape
+
+
+class _FreshShapes(FunctionExercise):
+    """q1's checker: besides its fixed cases, every check draws two new shapes (as 03 q3 does), so that an answer
+    that looks up the fixed cases' results fails on the next check."""
+
+    def evaluate(self, answer):  # noqa: D102 - see FunctionExercise.evaluate
+        gen = np.random.default_rng()
+        fixed = self.cases
+        seen = {tuple(case.args) for case in fixed}
+        fresh = []
+        for _ in range(2):
+            shape = _fresh_shape(gen, seen)
+            seen.add(shape)
+            fresh.append(Case(shape))
+        self.cases = fixed + tuple(fresh)
+        try:
+            return super().evaluate(answer)
+        finally:
+            self.cases = fixed
+
+
 def _q1() -> FunctionExercise:
     def variant(per_query):
         return lambda B, H, L, D: B * H * L * per_query(D) / MIB
 
-    return FunctionExercise(
+    return _FreshShapes(
         "07c",
         "q1",
         "The flash backend's extra memory, from the tensors it keeps",

@@ -211,6 +211,13 @@ def _q2() -> FunctionExercise:
             "Use `diff.std(ddof=1)`: the sample standard deviation divides by n - 1.",
         ],
         solution=_Q2_SOLUTION,
+        # No exp here: nan or inf comes from a division by 0 or the square root of a negative number.
+        nonfinite_hint=(
+            "Nothing here overflows: nan or inf comes from a division by 0 or the square root of a negative "
+            "number. `d.std(ddof=k)` divides by n - k, which is 0 for ddof = n and negative beyond it; a variance "
+            "written by hand divides by its own count (`len(d) - 1`). Print that divisor and the value under the "
+            "square root on this input."
+        ),
         rtol=1e-9,
         atol=1e-12,
     )

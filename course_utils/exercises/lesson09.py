@@ -131,17 +131,30 @@ _FLOORS = (-30.0, -40.0)
 
 def _exact_zeros(run: Run) -> str | None:
     # A masked key (-inf) must get exactly 0, as the reference gives; 6e-14 passes atol but is not "nothing".
+    # And the other way: a weight of e^-35 (3e-16), far below rtol's reach, is still not 0 (07b q1 says the same).
     stray = (run.expected == 0) & (run.output != 0)
     if stray.any():
         return (
             f"gives {describe(run.output[stray].max())} where the answer is exactly 0 (a masked key, or a score so far "
             "below the maximum that exp underflows): exp(-inf) is exactly 0, so do not floor or clip the exponents"
         )
+    lost = (run.expected != 0) & (run.output == 0)
+    if lost.any():
+        kept = run.expected[lost].max()
+        return (
+            f"gives 0 where the answer is {kept:.3g} = e^{np.log(kept):.1f} (you flushed small weights to 0): a small "
+            "weight is not 0. Only a masked key (-inf) gets exactly 0; take np.exp of every exponent as it is, and "
+            "let it underflow on its own, below about -745"
+        )
     return None
 
 
 # Checked also for a nearly right answer (core: `precise`): exact zeros where the answer is 0, which no rounding explains.
 _exact_zeros.precise = True  # type: ignore[attr-defined]
+_exact_zeros.next_step = (  # type: ignore[attr-defined]
+    "Delete any `np.where(w < eps, 0.0, w)` around your weights and any `np.maximum(x - m, floor)` around the "
+    "exponents: return `e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))` with `e = np.exp(x - m)` as it is."
+)
 
 
 def _q1_clipped(clip):
@@ -243,6 +256,9 @@ def _q1() -> FunctionExercise:
             Case((np.array([-1000.0, -1001.0]), -1000.5)),
             # The mean (-6) overflows where the median (980) does not: feedback names the right one.
             Case((np.array([1000.0, 990.0, 980.0, -3000.0]), 0.0)),
+            # Weights of e^-35 / 2 (3e-16) and e^-700 / 2 (5e-305): small, not 0, so a flush to 0 (w < 1e-15,
+            # w < e^-30 ...) fails, as atol 1e-300 and `_exact_zeros` require.
+            Case((np.array([0.0, -35.0, -700.0]), 0.0)),
         ],
         properties=[non_negative, _exact_zeros, _below_one, _shift_with_the_sink, float32_rounding(_FLOAT32_ADVICE)],
         wrong_answers={

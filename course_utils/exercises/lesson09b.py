@@ -165,7 +165,7 @@ def _q1() -> FunctionExercise:
         hints=[
             "n is the number of keys, the length of the last axis: x.shape[-1].",
             "Multiply every logit by s * log(n) (natural log), then take a stable softmax along the last axis.",
-            "course_utils.softmax is stable; with n = 1, log n = 0 and the single key gets weight 1.",
+            "`cu.softmax` (the lesson imports course_utils as cu) is stable; with n = 1, log n = 0 and the single key gets weight 1.",
         ],
         solution=_Q1_SOLUTION,
         # float64 rounding (u = 2^-53): y = x·s·log(n) within 3u·|y|, then each weight within 3(D + M)u + (n + 3)·4 ulp
