@@ -28,13 +28,17 @@ __all__ = [
     "causal_lower_right_check",
     "describe_rows",
     "empty_row_with_fill",
+    "GUARDS",
     "fully_masked_table",
     "future_leaks",
+    "grad_nan_probe",
     "grad_of_blocked",
     "is_causal_alignment",
+    "masks_sdpa_receives",
     "outcome_table",
     "padded_modules_table",
     "run_sdpa",
+    "sdpa_guarded",
 ]
 
 #: The backends a device can have, in the order the tables list them.
@@ -46,6 +50,9 @@ OUTCOMES: tuple[str, ...] = ("nan", "zeros", "uniform mean of V", "as if unmaske
 #: Tolerance for "equal to a reference" by dtype: the inputs are rounded to the dtype, the references are exact.
 _ATOL = {"float16": 1e-2, "bfloat16": 6e-2, "float32": 1e-4, "float64": 1e-9}
 _EMPTY_ROW, _BLOCKED_KEY = 3, 5
+#: How a call guards its empty rows: not at all; ``torch.where(has_key, out, 0)`` after the kernel; or
+#: ``mask | ~has_key`` before the kernel (no kernel sees an empty row), then the same ``torch.where``.
+GUARDS: tuple[str, ...] = ("none", "after", "before and after")
 
 
 def _torch() -> Any:
@@ -300,6 +307,79 @@ def grad_of_blocked(device: str, dtype: str, backends: Sequence[str] | None = No
     return result
 
 
+def sdpa_guarded(backend: str, q: Any, k: Any, v: Any, mask: Any, guard: str = "before and after") -> Any:
+    """SDPA on one backend with a bool `mask` (True = may attend), its empty rows guarded as `guard` says.
+
+    ``"before and after"`` is the guard that holds on every path: each query with no allowed key
+    is handed to the kernel with every key allowed (``mask | ~has_key``), so no kernel meets an empty
+    row, and its output is then replaced by zeros (``torch.where(has_key, out, 0)``), which also
+    sends it no gradient. ``"after"`` only replaces the output; ``"none"`` returns the kernel's.
+
+    Examples
+    --------
+    >>> import torch
+    >>> q, k, v = torch.randn(3, 1, 1, 4, 2, dtype=torch.float64).unbind(0)
+    >>> mask = torch.ones(4, 4, dtype=torch.bool).tril()
+    >>> mask[0] = False  # query 0 may attend to nothing
+    >>> out = sdpa_guarded("math", q, k, v, mask)
+    >>> bool((out[..., 0, :] == 0).all()), torch.equal(out[..., 1:, :], run_sdpa("math", q, k, v, attn_mask=mask)[..., 1:, :])
+    (True, True)
+    """
+    torch = _torch()
+    if guard not in GUARDS:
+        raise ValueError(f"guard must be one of {GUARDS}; got {guard!r}")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        raise TypeError("mask must be a bool tensor, True = may attend")
+    if guard == "none":
+        return run_sdpa(backend, q, k, v, attn_mask=mask)
+    has_key = mask.any(dim=-1, keepdim=True)
+    out = run_sdpa(backend, q, k, v, attn_mask=mask | ~has_key if guard == "before and after" else mask)
+    return torch.where(has_key, out, 0.0)
+
+
+def grad_nan_probe(device: str, dtype: str, L: int, guard: str, backend: str = "default", head_dim: int = 64) -> dict[str, Any]:
+    """NaN in the gradients of one masked SDPA call with one empty query row, at sequence length `L`.
+
+    The conditions of pytorch issue #196678 (cuDNN's backward returns NaN in ``q.grad`` on H100/H200,
+    reported for torch 2.11 to 2.13): an explicit bool mask, here causal with query 3 emptied; L
+    queries and keys (the report fails for L % 128 == 64 and not for multiples of 128); and a row
+    whose logsumexp is below -88.7, which an empty row has under cuDNN's -65504 fill. The output
+    goes through :func:`sdpa_guarded` with `guard`, then ``out.sum().backward()``.
+
+    Returns the device, dtype, L, guard and backend; ``choice``, the backend PyTorch picks by itself
+    (``torch._fused_sdp_choice``, 0 math, 1 flash, 2 efficient, 3 cuDNN; ``None`` on a CPU);
+    ``empty row zero``; and for ``q.grad``, ``k.grad`` and ``v.grad`` the number of rows (queries,
+    keys) holding a NaN. ``error`` replaces them where the backend has no kernel.
+
+    Examples
+    --------
+    >>> r = grad_nan_probe("cpu", "float32", 64, "none", head_dim=8)
+    >>> r["empty row zero"], r["NaN rows in q.grad"], r["NaN rows in k.grad"], r["NaN rows in v.grad"]
+    (True, 0, 0, 0)
+    """
+    _check_device(device)
+    torch = _torch()
+    if not isinstance(L, int) or L <= _EMPTY_ROW:
+        raise ValueError(f"L must be an int above {_EMPTY_ROW}; got {L!r}")
+    mask = torch.ones(L, L, dtype=torch.bool, device=device).tril()
+    mask[_EMPTY_ROW] = False
+    q, k, v = _inputs((1, 2, L, L, head_dim), dtype, device)
+    record: dict[str, Any] = {"device": device, "dtype": dtype, "L": L, "guard": guard, "backend": backend,
+                              "choice": int(torch._fused_sdp_choice(q, k, v, attn_mask=mask)) if device == "cuda" else None}
+    try:
+        out = sdpa_guarded(backend, q, k, v, mask, guard)
+    except RuntimeError as err:
+        return record | {"error": str(err).splitlines()[0]}
+    out.sum().backward()
+    nan_rows = lambda g: int(g.isnan().any(dim=-1).any(dim=(0, 1)).sum())  # noqa: E731
+    return record | {
+        "empty row zero": bool((out[..., _EMPTY_ROW, :] == 0).all()),
+        "NaN rows in q.grad": nan_rows(q.grad),
+        "NaN rows in k.grad": nan_rows(k.grad),
+        "NaN rows in v.grad": nan_rows(v.grad),
+    }
+
+
 def _lower_right(L: int, S: int) -> Any:
     """The bool lower-right causal mask: query i may see keys j <= i + S - L."""
     torch = _torch()
@@ -446,6 +526,44 @@ def future_leaks(attend: Callable[..., Any], q: Any, k: Any, v: Any, mask: Any, 
             if not torch.equal(after[..., query, :].nan_to_num(0.0), base[..., query, :].nan_to_num(0.0)):
                 moved[query] = True
     return int(moved.sum())
+
+
+def masks_sdpa_receives(fn: Callable[[], Any]) -> list[str]:
+    """Run ``fn()`` and describe each ``attn_mask`` that ``F.scaled_dot_product_attention`` receives meanwhile.
+
+    A module may convert a mask before SDPA sees it: ``nn.MultiheadAttention`` (torch >= 2.0) turns a
+    bool mask into a float one of 0 and -inf. Each call gives one line: the mask's dtype and its
+    distinct values, or ``"no mask"``. A path that never calls SDPA (a fused inference kernel) gives
+    no line.
+
+    Examples
+    --------
+    >>> import torch
+    >>> mha = torch.nn.MultiheadAttention(4, num_heads=1, batch_first=True)
+    >>> x = torch.randn(1, 3, 4)
+    >>> masks_sdpa_receives(lambda: mha(x, x, x, key_padding_mask=torch.tensor([[False, False, True]]), need_weights=False))
+    ['float32 of -inf and 0']
+    """
+    import torch.nn.functional as F
+
+    seen: list[str] = []
+    original = F.scaled_dot_product_attention
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        mask = kwargs.get("attn_mask", args[3] if len(args) > 3 else None)
+        if mask is None:
+            seen.append("no mask")
+        else:
+            values = " and ".join(f"{x:g}" for x in mask.detach().unique().tolist())
+            seen.append(f"{str(mask.dtype).removeprefix('torch.')} of {values}")
+        return original(*args, **kwargs)
+
+    F.scaled_dot_product_attention = spy  # the modules look the name up in torch.nn.functional at each call
+    try:
+        fn()
+    finally:
+        F.scaled_dot_product_attention = original
+    return seen
 
 
 def padded_modules_table(device: str = "cpu") -> list[dict]:
