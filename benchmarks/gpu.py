@@ -7,10 +7,18 @@ CUDA versions and the date, and every measurement the lessons load from
 - correctness, from ``course_utils.backends``: what each SDPA backend returns for a query with
   nothing to attend to (CPU and CUDA), the gradients of blocked keys, ``is_causal`` with L != S,
   ``causal_lower_right`` with L > S, which backend the default dispatch picks, and the modules'
-  all-padding sequences; plus ``torch.softmax`` of 65,536 equal half-precision scores, float64
+  all-padding sequences; NaN in the gradients at L = 64, 128 and 192 with each guard of empty rows
+  (``grad_nan_by_length``, the conditions of pytorch issue #196678, on the CPU where there is no
+  CUDA; not yet in the schema); plus ``torch.softmax`` of 65,536 equal half-precision scores, float64
   ``exp`` at the bottom of its range and the entmax package's sparsemax of an empty row;
 - speed and memory: SDPA per backend against L (``flash_vs_math``), the math backend's float32
   upcast, softmax pass by pass, and the exp unit against a bf16 matrix product.
+
+Every timing keeps its spread and its clock beside its median (``ms``): ``ms_spread`` holds the
+number of samples, their minimum, quartiles, median, maximum and interquartile range (lesson 07b's
+convention), and ``sm_clock_MHz_during`` the SM clock read while the GPU worked through each sample
+(median, minimum and maximum; ``None`` where neither NVML nor ``nvidia-smi`` can be read). A clock
+lowered by the power limit, or a spread as large as a difference, then shows in the file itself.
 
 Without CUDA it runs the CPU parts, prints one line per GPU part it skips, and writes ``null``
 there; it never allocates on a GPU. ``--quick`` uses small sizes (for the tests).
@@ -27,7 +35,7 @@ import subprocess
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +49,10 @@ DTYPES = ("float16", "bfloat16", "float32")
 LOWER_RIGHT_SHAPES = ((5, 3), (8, 4), (64, 32), (130, 100), (3, 5), (64, 64))
 DISPATCH_SHAPES = ((2, 4, 8, 8, 64), (2, 8, 128, 128, 64), (2, 8, 128, 128, 128), (1, 16, 1024, 1024, 128))
 PASS_SHAPES = ((512, 4096), (16384, 16384))
+#: pytorch issue #196678 reports NaN in q.grad from cuDNN's backward for L % 128 == 64 (64, 192), not for 128.
+GRAD_NAN_LENGTHS = (64, 128, 192)
+#: Sections written beside the schema's ``FIELDS``; a later schema can adopt them.
+EXTRA_FIELDS = ("grad_nan_by_length",)
 #: Additive fills on both sides of float32's largest number divided by log2(e), about 2.3587e38.
 FILLS = (-1e38, -2.0e38, -2.3e38, -2.35e38, -2.36e38, -2.4e38, -3.0e38)
 
@@ -52,15 +64,92 @@ def no_cuda_reason() -> str | None:
     return None
 
 
-def median_ms(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, inner: int = 1) -> float:
-    """The median time of one call of `fn` in milliseconds: CUDA events on a GPU, perf_counter on a CPU.
+def spread(samples: Sequence[float], digits: int = 4) -> dict[str, Any]:
+    """The spread of repeated timings: their number, minimum, quartiles, median, maximum and interquartile range.
 
-    On a GPU each of the `runs` samples times `inner` calls queued back to back between one pair of
-    events, so that the host's time to launch a call hides behind the GPU's work on the one before.
+    The quartiles are ``numpy.percentile``'s default (linear interpolation between samples), as lesson 07b
+    computes them.
+
+    Examples
+    --------
+    >>> spread([1.0, 2.0, 3.0, 4.0, 100.0])
+    {'n': 5, 'min': 1.0, 'q1': 2.0, 'median': 3.0, 'q3': 4.0, 'max': 100.0, 'iqr': 2.0}
     """
+    if not samples:
+        raise ValueError("samples must hold at least one timing")
+    values = sorted(float(v) for v in samples)
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive") if len(values) > 1 else values * 3
+    return {"n": len(values), "min": round(values[0], digits), "q1": round(q1, digits), "median": round(median, digits),
+            "q3": round(q3, digits), "max": round(values[-1], digits), "iqr": round(q3 - q1, digits)}
+
+
+def _parse_clock(text: str) -> float | None:
+    """The first line of ``nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits`` as MHz, or None.
+
+    Examples
+    --------
+    >>> _parse_clock("1980\\n"), _parse_clock("[N/A]"), _parse_clock("")
+    (1980.0, None, None)
+    """
+    try:
+        return float(text.split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _nvidia_smi_clock(index: int = 0) -> float | None:
+    run = subprocess.run(["nvidia-smi", f"--id={index}", "--query-gpu=clocks.sm", "--format=csv,noheader,nounits"],
+                         capture_output=True, text=True, timeout=10, check=True)
+    return _parse_clock(run.stdout)
+
+
+def sm_clock_reader(index: int = 0) -> Callable[[], float | None] | None:
+    """A function that reads GPU `index`'s SM clock now, in MHz; None where no way of reading it works here.
+
+    It tries NVML (``torch.cuda.clock_rate``, which needs the ``pynvml`` package), then ``nvidia-smi``, once
+    each. The reader it returns never raises: a reading that fails later is None. Without CUDA it is None.
+    NVML averages over its own sample period (1/6 s to 1 s, by product), so a reading taken while the GPU
+    works through a queue of calls is the clock under that load, not at one instant.
+    """
+    if not torch.cuda.is_available():
+        return None
+    for read in (lambda: float(torch.cuda.clock_rate(index)), lambda: _nvidia_smi_clock(index)):
+        try:
+            if read() is None:
+                continue
+        except Exception:  # no pynvml, no nvidia-smi, no permission: try the next way
+            continue
+
+        def guarded(read: Callable[[], float | None] = read) -> float | None:
+            try:
+                return read()
+            except Exception:
+                return None
+
+        return guarded
+    return None
+
+
+def timed(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, inner: int = 1,
+          clock: Callable[[], float | None] | None = None) -> dict[str, Any]:
+    """Time one call of `fn` `runs` times (ms): the median, the spread of the samples, and the SM clock meanwhile.
+
+    On a GPU each sample times `inner` calls queued back to back between one pair of CUDA events, so that
+    the host's time to launch a call hides behind the GPU's work on the one before; on a CPU, `inner` calls
+    between two readings of ``time.perf_counter``. `clock` (on a GPU :func:`sm_clock_reader` by default) is read once per sample,
+    after the sample's calls are queued and before the host waits for them, while the GPU works.
+
+    Returns
+    -------
+    dict
+        ``ms`` (the median of one call), ``ms_spread`` (:func:`spread` of the samples) and
+        ``sm_clock_MHz_during`` (median, minimum and maximum of the readings, or None without a reader).
+    """
+    if clock is None and device == "cuda":
+        clock = sm_clock_reader()
     for _ in range(warmup):
         fn()
-    times = []
+    times, clocks = [], []
     for _ in range(runs):
         if device == "cuda":
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -68,13 +157,28 @@ def median_ms(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, in
             for _ in range(inner):
                 fn()
             end.record()
+            clocks.append(clock() if clock else None)  # the GPU is still working through the queue
             torch.cuda.synchronize()
             times.append(start.elapsed_time(end) / inner)
         else:
             t0 = time.perf_counter()
-            fn()
-            times.append(1e3 * (time.perf_counter() - t0))
-    return statistics.median(times)
+            for _ in range(inner):
+                fn()
+            clocks.append(clock() if clock else None)
+            times.append(1e3 * (time.perf_counter() - t0) / inner)
+    read = [c for c in clocks if c is not None]
+    during = {"median": statistics.median(read), "min": min(read), "max": max(read), "n": len(read)} if read else None
+    return {"ms": statistics.median(times), "ms_spread": spread(times), "sm_clock_MHz_during": during}
+
+
+def median_ms(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, inner: int = 1) -> float:
+    """The median time of one call of `fn` in milliseconds (:func:`timed` without its spread and clock)."""
+    return timed(fn, runs, device, warmup=warmup, inner=inner, clock=lambda: None)["ms"]
+
+
+def _timing_fields(t: dict[str, Any], digits: int = 3) -> dict[str, Any]:
+    """The fields a record keeps of a :func:`timed` result: the median, rounded, its spread and the clock."""
+    return {"ms": round(t["ms"], digits), "ms_spread": t["ms_spread"], "sm_clock_MHz_during": t["sm_clock_MHz_during"]}
 
 
 def memory_mib(fn: Callable[[], Any]) -> tuple[float, float]:
@@ -180,6 +284,18 @@ def default_dispatch(shapes: tuple[tuple[int, ...], ...], device: str = "cuda") 
     return rows
 
 
+def grad_nan_by_length(device: str = "cuda") -> list[dict]:
+    """The probe of pytorch issue #196678: default dispatch, one empty row, backward, for each length, dtype and guard.
+
+    Each record is :func:`course_utils.backends.grad_nan_probe`'s, plus the device's compute capability
+    on CUDA: NaN rows in ``q.grad`` (and ``k.grad``, ``v.grad``) with no guard, with ``torch.where``
+    after the kernel, and with ``mask | ~has_key`` before it as well.
+    """
+    capability = ".".join(map(str, torch.cuda.get_device_capability())) if device == "cuda" else None
+    return [backends.grad_nan_probe(device, dtype, L, guard) | {"capability": capability}
+            for dtype in ("float16", "bfloat16") for L in GRAD_NAN_LENGTHS for guard in backends.GUARDS]
+
+
 def flash_vs_math(lengths: tuple[int, ...], tokens: int, heads: int, dim: int, runs: int) -> list[dict]:
     """bf16 forward SDPA per backend: median time, TFLOP/s (4·B·H·L²·D) and peak memory beyond the inputs."""
     rows = []
@@ -197,12 +313,14 @@ def flash_vs_math(lengths: tuple[int, ...], tokens: int, heads: int, dim: int, r
                 rows.append(record | {"extra_peak_MiB": None, "ms": None, "TFLOPs": None, "error": str(err).splitlines()[0]})
                 continue
             extra, _ = memory_mib(lambda: backends.run_sdpa(backend, q, k, v))
-            ms = median_ms(lambda: backends.run_sdpa(backend, q, k, v), max(runs // 4, 3), "cuda", inner=10)
-            qg, kg, vg = (t.detach().requires_grad_(True) for t in (q, k, v))
+            t = timed(lambda: backends.run_sdpa(backend, q, k, v), max(runs // 2, 3), "cuda", inner=10)
+            qg, kg, vg = (x.detach().requires_grad_(True) for x in (q, k, v))
             extra_grad, kept_grad = memory_mib(lambda: backends.run_sdpa(backend, qg, kg, vg))
             del qg, kg, vg
-            rows.append(record | {"extra_peak_MiB": extra, "ms": round(ms, 3),
-                                  "TFLOPs": round(4 * B * heads * L * L * dim / (ms * 1e-3) / 1e12, 1),
+            flops = 4 * B * heads * L * L * dim
+            rows.append(record | {"extra_peak_MiB": extra, **_timing_fields(t),
+                                  "TFLOPs": round(flops / (t["ms"] * 1e-3) / 1e12, 1),
+                                  "TFLOPs_at_min_ms": round(flops / (t["ms_spread"]["min"] * 1e-3) / 1e12, 1),
                                   "extra_peak_MiB_grad": extra_grad, "kept_MiB_grad": kept_grad})
         del q, k, v
         torch.cuda.empty_cache()
@@ -218,8 +336,8 @@ def math_upcast(L: int, runs: int) -> dict[str, Any]:
         for allow in (False, True):
             torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(allow)
             extra, _ = memory_mib(lambda: backends.run_sdpa("math", q, k, v))
-            ms = median_ms(lambda: backends.run_sdpa("math", q, k, v), runs, "cuda")
-            result[f"allow_reduced={allow}"] = {"ms": round(ms, 2), "extra_peak_MiB": extra}
+            t = timed(lambda: backends.run_sdpa("math", q, k, v), runs, "cuda")
+            result[f"allow_reduced={allow}"] = {**_timing_fields(t, digits=2), "extra_peak_MiB": extra}
     finally:
         torch.backends.cuda.allow_fp16_bf16_reduction_math_sdp(before)
     return result
@@ -289,8 +407,9 @@ def softmax_passes(shapes: tuple[tuple[int, int], ...], device: str, runs: int) 
             "torch.softmax (fused, read + write)": (lambda: torch.softmax(x, dim=-1), 2 * n),
         }
         for name, (fn, nbytes) in passes.items():
-            ms = median_ms(fn, runs, device)
-            rows.append({"shape": list(shape), "pass": name, "ms": round(ms, 4), "GB_per_s": round(nbytes / (ms * 1e-3) / 1e9, 1)})
+            t = timed(fn, runs, device)
+            rows.append({"shape": list(shape), "pass": name, **_timing_fields(t, digits=4),
+                         "GB_per_s": round(nbytes / (t["ms"] * 1e-3) / 1e9, 1)})
     return rows
 
 
@@ -312,14 +431,16 @@ def exp_bottleneck(n: int, repeats: int, matmul_size: int, runs: int) -> dict[st
     y = torch.empty_like(x)
     grid = (triton.cdiv(n, 1024),)
     run = lambda: exp2_chain[grid](x, y, n, REPEATS=repeats, BLOCK=1024)  # noqa: E731
-    ms = median_ms(run, runs, "cuda")
+    exp_timing = timed(run, runs, "cuda")
+    ms = exp_timing["ms"]
     exp_clock = _clock_while(run)
     check = x[:4096].double()
     for _ in range(repeats):
         check = torch.exp2(-check)
     exp_per_s = n * repeats / (ms * 1e-3)
     a, b = (torch.randn(matmul_size, matmul_size, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    mm_ms = median_ms(lambda: a @ b, runs, "cuda")
+    mm_timing = timed(lambda: a @ b, runs, "cuda")
+    mm_ms = mm_timing["ms"]
     mm_clock = _clock_while(lambda: a @ b)
     flops = 2 * matmul_size**3 / (mm_ms * 1e-3)
     props = torch.cuda.get_device_properties(0)
@@ -334,6 +455,10 @@ def exp_bottleneck(n: int, repeats: int, matmul_size: int, runs: int) -> dict[st
         "per_SM_exp2_per_clock": None if clock is None else round(exp_per_s / props.multi_processor_count / (clock * 1e6), 2),
         "sm_clock_MHz_during_exp": exp_clock,
         "sm_clock_MHz_during_matmul": mm_clock,
+        "exp2_ms_spread": exp_timing["ms_spread"],
+        "exp2_sm_clock_MHz_during": exp_timing["sm_clock_MHz_during"],
+        "matmul_ms_spread": mm_timing["ms_spread"],
+        "matmul_sm_clock_MHz_during": mm_timing["sm_clock_MHz_during"],
     }
 
 
@@ -410,6 +535,8 @@ def measure(quick: bool = False, log: Callable[[str], None] = print) -> dict[str
     part("grad_blocked", lambda: backends.grad_of_blocked("cuda", "float16"))
     part("grad_blocked_guarded", lambda: backends.grad_of_blocked("cuda", "float16", guard=True))
     part("grad_default", lambda: {dt: backends.grad_of_blocked("cuda", dt, ["default"])["default"] for dt in ("float16", "bfloat16")})
+    # On a machine without CUDA the probe runs on the CPU instead: each record names its device.
+    part("grad_nan_by_length", lambda: grad_nan_by_length("cuda" if cuda else "cpu"), gpu=False)
     part("fill_overflow", lambda: [{"dtype": dt, "backend": b, "fill": fill, "row": backends.empty_row_with_fill("cuda", dt, b, fill)}
                                    for dt in ("bfloat16", "float32") for b in ("math", "efficient", "cudnn") for fill in FILLS])
     part("lower_right_leaks", lambda: lower_right_leaks("cuda"))
@@ -422,7 +549,7 @@ def measure(quick: bool = False, log: Callable[[str], None] = print) -> dict[str
     part("math_memory_by_hand", lambda: math_memory_by_hand(1024 if quick else 8192))
     part("softmax_passes", lambda: softmax_passes(((512, 4096),) if quick else PASS_SHAPES, "cuda", runs))
     part("exp_bottleneck", lambda: exp_bottleneck(2**20 if quick else 2**26, 256, 2048 if quick else 8192, runs))
-    return {key: data[key] for key in (*HEADER, *FIELDS)}
+    return {key: data[key] for key in (*HEADER, *FIELDS, *EXTRA_FIELDS)}
 
 
 def main(argv: list[str] | None = None) -> int:

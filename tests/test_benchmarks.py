@@ -64,3 +64,89 @@ def test_the_slider_benchmark_names_the_cpu_and_the_sliders_over_their_targets()
     assert "| 03.ipynb | d_k | 12 | 183 | 401 | 130 | no: median over 150 ms, 95th percentile over 400 ms |" in text
     assert text.endswith("Over a target: 03.ipynb 'd_k'.")
     assert report([quick], "x").endswith("Every slider meets both targets.")
+
+
+# --- benchmarks/gpu.py: every timing keeps its spread and the SM clock (the parts that run without a GPU) ---
+
+
+def test_a_timings_spread_has_the_quartiles_lesson_07b_computes():
+    from benchmarks.gpu import spread
+
+    samples = [3.1, 2.9, 7.5, 3.0, 3.3, 2.8, 3.2]
+    got = spread(samples)
+    q1, median, q3 = np.percentile(samples, [25, 50, 75])
+    assert got["n"] == 7 and got["min"] == 2.8 and got["max"] == 7.5
+    assert (got["q1"], got["median"], got["q3"]) == (round(q1, 4), round(median, 4), round(q3, 4))
+    assert got["iqr"] == round(q3 - q1, 4)
+    assert spread([1.5]) == {"n": 1, "min": 1.5, "q1": 1.5, "median": 1.5, "q3": 1.5, "max": 1.5, "iqr": 0.0}
+
+
+def test_a_spread_of_no_timings_is_refused():
+    import pytest
+
+    from benchmarks.gpu import spread
+
+    with pytest.raises(ValueError, match="at least one"):
+        spread([])
+
+
+def test_timed_on_a_cpu_keeps_every_sample_its_median_and_no_clock():
+    from benchmarks.gpu import timed
+
+    t = timed(lambda: sum(range(2000)), runs=5, device="cpu", warmup=1)
+    s = t["ms_spread"]
+    assert s["n"] == 5 and s["min"] <= s["q1"] <= s["median"] <= s["q3"] <= s["max"]
+    assert abs(t["ms"] - s["median"]) < 1e-4
+    assert t["sm_clock_MHz_during"] is None
+
+
+def test_timed_reads_the_clock_once_per_sample_and_reports_its_range():
+    from benchmarks.gpu import timed
+
+    readings = iter([1980.0, 1755.0, None, 1980.0])
+    calls = []
+    t = timed(lambda: calls.append(1), runs=4, device="cpu", warmup=0, inner=3, clock=lambda: next(readings))
+    assert len(calls) == 12  # 4 samples of 3 calls
+    assert t["sm_clock_MHz_during"] == {"median": 1980.0, "min": 1755.0, "max": 1980.0, "n": 3}
+
+
+def test_the_clock_reader_is_none_without_cuda(monkeypatch):
+    import torch
+
+    from benchmarks import gpu
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert gpu.sm_clock_reader() is None
+
+
+def test_the_clock_reader_falls_back_to_nvidia_smi_and_never_raises(monkeypatch):
+    import subprocess
+
+    import torch
+
+    from benchmarks import gpu
+
+    def no_nvml(index=None):
+        raise ModuleNotFoundError("pynvml does not seem to be installed")
+
+    answers = iter(["1755\n", "[N/A]\n"])
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "clock_rate", no_nvml)
+    monkeypatch.setattr(gpu.subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, next(answers, ""), ""))
+    read = gpu.sm_clock_reader()
+    assert read is not None
+    assert read() is None  # the second answer, "[N/A]", reads as no clock
+
+    def broken(*a, **k):
+        raise FileNotFoundError("nvidia-smi")
+
+    monkeypatch.setattr(gpu.subprocess, "run", broken)
+    assert read() is None  # a reader that fails later gives None, not an exception
+    assert gpu.sm_clock_reader() is None  # neither way works: no reader
+
+
+def test_a_records_timing_fields_are_the_rounded_median_its_spread_and_the_clock():
+    from benchmarks.gpu import _timing_fields, spread
+
+    t = {"ms": 0.13149, "ms_spread": spread([0.1301, 0.1315, 0.1402]), "sm_clock_MHz_during": None}
+    assert _timing_fields(t) == {"ms": 0.131, "ms_spread": t["ms_spread"], "sm_clock_MHz_during": None}
