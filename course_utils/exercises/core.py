@@ -1182,6 +1182,9 @@ class FunctionExercise(Exercise):
         What to tell a learner whose answer behaves exactly like the wrong
         answer or variant of that label, on every case ("you shifted by the
         mean; try [2000, 0]").
+    fresh : callable, optional
+        ``fresh(generator, cases)`` draws cases anew for every check, added after the fixed `cases`: an answer
+        that special-cases the inputs it has seen (a lookup table, a branch on the length) fails the next check.
     next_steps : mapping of str to str
         For the label of each wrong answer, hand-picked or generated, what to
         change next: the line, operation or formula, one step beyond the
@@ -1213,11 +1216,13 @@ class FunctionExercise(Exercise):
         probes: Sequence[Case] = (),
         advice: Mapping[str, str] | None = None,
         next_steps: Mapping[str, str] | None = None,
+        fresh: Callable[[np.random.Generator, Sequence[Case]], Sequence[Case]] | None = None,
     ) -> None:
         super().__init__(
             lesson, name, title, reference=reference, wrong_answers=wrong_answers, hints=hints, solution=solution,
             next_steps={**generic_next_steps(), **(next_steps or {})},
         )
+        self.fresh = fresh
         self.cases = tuple(cases)
         self.properties = tuple(properties)
         self.early_properties = tuple(early_properties)
@@ -1319,6 +1324,15 @@ class FunctionExercise(Exercise):
             return Verdict("incorrect", f"✗ Pass a function (defined with `def`), not the class {answer.__name__}.")
         if not callable(answer):
             return Verdict("incorrect", f"✗ Pass your function itself (no parentheses), not a {type(answer).__name__}.")
+        fixed = self.cases
+        if self.fresh is not None:
+            self.cases = fixed + tuple(self.fresh(np.random.default_rng(), fixed))
+        try:
+            return self._evaluate(answer)
+        finally:
+            self.cases = fixed
+
+    def _evaluate(self, answer: Callable[..., Any]) -> Verdict:
         try:
             with _learner_budget():
                 for case in self.cases:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+from typing import Sequence
+
 import numpy as np
 
 from .core import Case, Exercise, FunctionExercise, Run, starter, ValueExercise
@@ -209,20 +211,10 @@ length of the vectors, not the number of queries or keys.
 _NON_SQUARE_DK = tuple(d for d in range(3, 257) if math.isqrt(d) ** 2 != d)
 
 
-class _FreshShapes(FunctionExercise):
-    """q3's checker: besides its fixed cases, every check draws two cases of new shapes, so that an answer
-    that special-cases the shapes it has seen before fails on the next check."""
-
-    def evaluate(self, answer):  # noqa: D102 - see FunctionExercise.evaluate
-        gen = np.random.default_rng()
-        fresh = [Case((gen.standard_normal((int(gen.integers(1, 6)), d)), gen.standard_normal((int(gen.integers(1, 6)), d))))
-                 for d in gen.choice(_NON_SQUARE_DK, size=2, replace=False)]
-        fixed = self.cases
-        self.cases = fixed + tuple(fresh)
-        try:
-            return super().evaluate(answer)
-        finally:
-            self.cases = fixed
+def _fresh_shapes(gen: np.random.Generator, fixed: Sequence[Case]) -> list[Case]:
+    """Two cases of new shapes per check, so that an answer that special-cases the shapes it has seen fails."""
+    return [Case((gen.standard_normal((int(gen.integers(1, 6)), d)), gen.standard_normal((int(gen.integers(1, 6)), d))))
+            for d in gen.choice(_NON_SQUARE_DK, size=2, replace=False)]
 
 
 def _q3() -> FunctionExercise:
@@ -230,11 +222,12 @@ def _q3() -> FunctionExercise:
     # First case: 4 keys of length 4, so that forgetting the transpose still runs but gives other numbers.
     Q1 = np.array([[1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0]])
     K1 = np.array([[1.0, 2.0, 0.0, 0.0], [0.0, 1.0, 3.0, 0.0], [1.0, 0.0, 0.0, -1.0], [2.0, 2.0, 2.0, 2.0]])
-    return _FreshShapes(
+    return FunctionExercise(
         "03",
         "q3",
         "Scaled attention scores Q Kᵀ / √d_k",
         reference=_q3_reference,
+        fresh=_fresh_shapes,
         starter=starter,
         cases=[
             Case((Q1, K1)),

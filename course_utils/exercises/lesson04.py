@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -300,29 +300,21 @@ def softmax_vjp(g, p):
 _FRESH_N = ((_MEMORY_FROM_N, 256), (256, 1024))
 
 
-class _FreshRows(FunctionExercise):
-    """q2's checker: besides its fixed cases, every check draws two rows of new lengths, as 03 q3 draws shapes."""
-
-    def evaluate(self, answer):  # noqa: D102 - see FunctionExercise.evaluate
-        gen = np.random.default_rng()
-        lengths = [int(np.exp(gen.uniform(np.log(lo), np.log(hi)))) for lo, hi in _FRESH_N]
-        fresh = [Case((gen.standard_normal(n), softmax(gen.standard_normal(n)))) for n in lengths]
-        fixed = self.cases
-        self.cases = fixed + tuple(fresh)
-        try:
-            return super().evaluate(answer)
-        finally:
-            self.cases = fixed
+def _fresh_rows(gen: np.random.Generator, fixed: Sequence[Case]) -> list[Case]:
+    """Two rows of new lengths per check, as 03 q3 draws shapes: the memory check runs on both."""
+    lengths = [int(np.exp(gen.uniform(np.log(lo), np.log(hi)))) for lo, hi in _FRESH_N]
+    return [Case((gen.standard_normal(n), softmax(gen.standard_normal(n)))) for n in lengths]
 
 
 def _q2() -> FunctionExercise:
     rng = np.random.default_rng(4)
     p_batch = softmax(rng.normal(size=(3, 5)))
-    return _FreshRows(
+    return FunctionExercise(
         "04",
         "q2",
         "The gradient through softmax without the Jacobian",
         reference=_q2_reference,
+        fresh=_fresh_rows,
         starter=starter,
         cases=[
             Case((np.array([1.0, 0.0]), np.array([0.5, 0.5]))),

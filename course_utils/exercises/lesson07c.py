@@ -14,6 +14,8 @@ Besides those, each check draws two new shapes, so that a table of the fixed cas
 from __future__ import annotations
 
 
+from typing import Sequence
+
 import numpy as np
 
 from ..measured import load_measurements
@@ -52,35 +54,27 @@ def _fresh_shape(gen: np.random.Generator, fixed: set) -> tuple[int, int, int, i
             return shape
 
 
-class _FreshShapes(FunctionExercise):
-    """q1's checker: besides its fixed cases, every check draws two new shapes (as 03 q3 does), so that an answer
-    that looks up the fixed cases' results fails on the next check."""
-
-    def evaluate(self, answer):  # noqa: D102 - see FunctionExercise.evaluate
-        gen = np.random.default_rng()
-        fixed = self.cases
-        seen = {tuple(case.args) for case in fixed}
-        fresh = []
-        for _ in range(2):
-            shape = _fresh_shape(gen, seen)
-            seen.add(shape)
-            fresh.append(Case(shape))
-        self.cases = fixed + tuple(fresh)
-        try:
-            return super().evaluate(answer)
-        finally:
-            self.cases = fixed
+def _fresh_shapes(gen: np.random.Generator, fixed: Sequence[Case]) -> list[Case]:
+    """Two new shapes per check (as 03 q3 draws), so that an answer that looks up the fixed cases' results fails."""
+    seen = {tuple(case.args) for case in fixed}
+    fresh = []
+    for _ in range(2):
+        shape = _fresh_shape(gen, seen)
+        seen.add(shape)
+        fresh.append(Case(shape))
+    return fresh
 
 
 def _q1() -> FunctionExercise:
     def variant(per_query):
         return lambda B, H, L, D: B * H * L * per_query(D) / MIB
 
-    return _FreshShapes(
+    return FunctionExercise(
         "07c",
         "q1",
         "The flash backend's extra memory, from the tensors it keeps",
         reference=_q1_reference,
+        fresh=_fresh_shapes,
         starter=starter,
         cases=[Case((1, 16, 16384, 128)), Case((32, 16, 512, 128)), Case((3, 8, 1000, 64)), Case((1, 1, 7, 1))],
         # float64 rounding: products of integers below 2^53 and a division by 2**20 are exact; another order of
