@@ -303,3 +303,23 @@ def test_the_time_limit_counts_the_learners_code_only(monkeypatch):
     monkeypatch.setattr(core, "TIME_LIMIT", 0.2)
     ex = exercises.load("07").q2  # the course's slowest checker
     assert ex.evaluate(ex.reference).passed
+
+
+def test_a_whole_number_is_not_named_where_a_known_mistake_gives_the_answer():
+    ex = exercises.load("07").q1
+    label = "adding the normalizers without rescaling"
+    verdict = ex.evaluate(ex.variants.get(label) or ex.wrong_answers[label])
+    assert "whole number" not in verdict.message and "This is exactly what" in verdict.message
+
+
+def test_a_bisection_that_lands_on_float32_numbers_is_not_called_float32():
+    ex = exercises.load("06").q1
+
+    def halvings_24(x):
+        lo, hi = x.max() - 1.0, x.max()
+        for _ in range(24):
+            tau = (lo + hi) / 2
+            lo, hi = (tau, hi) if np.maximum(x - tau, 0).sum() > 1 else (lo, tau)
+        return np.maximum(x - (lo + hi) / 2, 0)
+
+    assert "float32" not in ex.evaluate(halvings_24).message

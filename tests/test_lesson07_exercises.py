@@ -609,3 +609,37 @@ def test_q2_a_row_of_scores_filled_tile_by_tile_then_a_plain_softmax_is_rejected
     assert not verdict.passed
     assert "makes an array of shape (1024,) with `np.empty`" in out and "online softmax" in out, out
     assert "`row = np.empty(S)`" in out
+
+
+def _scores_in_a_column(q, k, v, bq, bk):
+    S, E = k.shape; out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        row = np.zeros((S, 1))
+        for j in range(0, S, bk): row[j:j+bk, 0] = q[i] @ k[j:j+bk].T / np.sqrt(E)
+        w = np.exp(row[:, 0] - row.max()); w /= w.sum()
+        for j in range(0, S, bk): out[i] += w[j:j+bk] @ v[j:j+bk]
+    return out
+def _scores_by_np_append(q, k, v, bq, bk):
+    S, E = k.shape; out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        row = np.array([])
+        for j in range(0, S, bk): row = np.append(row, q[i] @ k[j:j+bk].T / np.sqrt(E))
+        w = np.exp(row - row.max()); w /= w.sum()
+        for j in range(0, S, bk): out[i] += w[j:j+bk] @ v[j:j+bk]
+    return out
+def _scores_in_a_list_of_tiles(q, k, v, bq, bk):
+    S, E = k.shape; out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        tiles = [q[i] @ k[j:j+bk].T / np.sqrt(E) for j in range(0, S, bk)]
+        row = np.array(tiles).ravel() if len({t.size for t in tiles}) == 1 else np.concatenate(tiles)
+        w = np.exp(row - row.max()); w /= w.sum()
+        for n, j in enumerate(range(0, S, bk)): out[i] += w[j:j+bk] @ v[j:j+bk]
+    return out
+
+
+@pytest.mark.parametrize("answer", [_scores_in_a_column, _scores_by_np_append, _scores_in_a_list_of_tiles],
+                         ids=["an (S, 1) column", "np.append", "a list of tiles joined"])
+def test_q2_every_keys_score_gathered_in_any_layout_is_rejected_as_no_online_softmax(answer, capsys):
+    verdict = EX.q2.check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert not verdict.passed and "room for a score for every one of the 1024 keys" in out, out

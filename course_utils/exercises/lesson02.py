@@ -179,7 +179,7 @@ _Q2_NONFINITE = (
     "A log-probability of a finite score is finite. If you took np.log of softmax(x), a probability "
     "that underflowed to 0 gave log(0) = -inf: never form the probabilities, compute "
     "(x - m) - log(sum(exp(x - m))) with m each row's own maximum. If you shifted by something else, "
-    "exp() overflowed."
+    "exp() overflowed, or every exponential underflowed to 0 and log(0) gave -inf."
 )
 
 

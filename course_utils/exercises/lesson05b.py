@@ -938,7 +938,7 @@ products (not the values' length, nor the number of keys). With it defined, the 
 gives the right weights on every row with an allowed key; on a row with none it gives uniform
 weights, so that query's output is the average of all values, where torch's SDPA on a CPU returns zeros (lesson 05c: not on every GPU).
 A fill of -inf removes blocked keys whatever the scores are, and the empty rows are then zeroed
-by selecting on the mask, `torch.where(has_key, ..., 0.0)` (on the weights or on the output),
+by selecting on the mask, `torch.where(has_key, ..., 0.0)` (preferably on the weights: selecting on the output leaves NaN in the gradient of `v` on this path, lesson 05c),
 never by multiplying: NaN × 0 is NaN. `nan_to_num(0.0)` gives the same here, where an empty row
 is NaN, but it decides by the values: lesson 05c meets GPU backends whose empty rows are finite,
 and there only the mask can tell. A far finite fill with the same guard is right

@@ -607,7 +607,7 @@ class _Rows(np.lib.mixins.NDArrayOperatorsMixin):
 @contextlib.contextmanager
 def _makers_watched(seen: Callable[..., None]):
     """While the block runs, every array made by NumPy's constructors and joins is shown to `seen(array, how)`."""
-    names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack")
+    names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack", "append")
     saved = {name: getattr(np, name) for name in names}
 
     def watching(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
@@ -639,8 +639,12 @@ def _reads_keys_in_tiles(run: Run) -> str | None:
 
     def seen(made: Any, how: str = "`np.array`") -> None:
         shape = np.shape(made)
-        # One query's scores for every key (shape (S,) or (1, S)); a tile of queries' is the memory check's
-        if not rows and len(shape) and shape[-1] >= n_k and int(np.prod(shape[:-1])) == 1 and not isinstance(made, _Rows):
+        # As many numbers as there are keys, in any layout ((S,), (S, 1), (2, S), tiles stacked), that are not rows of
+        # keys or values (whose last axis is E or E_v, as a padded copy of k is): a row's scores for every key.
+        keyish = len(shape) >= 2 and shape[-1] in (k.shape[1], v.shape[1]) and shape[-2] >= n_k
+        # ... nor their transposes, nor a tile of queries' or all queries' scores, which the memory check names
+        keyish = keyish or (len(shape) == 2 and shape[-1] >= n_k and shape[0] in (k.shape[1], v.shape[1], block_q, n_q))
+        if not rows and len(shape) and int(np.prod(shape)) >= n_k and not keyish and not isinstance(made, _Rows):
             rows.append((tuple(int(n) for n in shape), how, _learner_line()))
 
     with _conversions_keep(_Rows, seen), _makers_watched(seen):
@@ -653,8 +657,8 @@ def _reads_keys_in_tiles(run: Run) -> str | None:
         shape, how, line = rows[0]
         where = f"the line `{line}`" if line else "your function"
         return (
-            f"reads k in tiles, but {where} makes an array of shape {shape} with {how}: a score for every one of "
-            f"the {n_k} keys at once, then a softmax over it. The lesson's loop keeps only one tile's scores, "
+            f"reads k in tiles, but {where} makes an array of shape {shape} with {how}: room for a score for every "
+            f"one of the {n_k} keys at once, then a softmax over them. The lesson's loop keeps only one tile's scores, "
             "`k[j0:j0 + block_k]` against a tile of queries, and carries each row's m, ell and acc from one "
             "tile to the next (the online softmax)"
         )
