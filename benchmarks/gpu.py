@@ -11,7 +11,8 @@ CUDA versions and the date, and every measurement the lessons load from
   (``grad_nan_by_length``, the conditions of pytorch issue #196678, on the CPU where there is no
   CUDA; not yet in the schema); plus ``torch.softmax`` of 65,536 equal half-precision scores, float64
   ``exp`` at the bottom of its range and the entmax package's sparsemax of an empty row;
-- speed and memory: SDPA per backend against L (``flash_vs_math``), the math backend's float32
+- speed and memory: SDPA per backend against L (``flash_vs_math``; the backends timed interleaved, in a
+  new random order each round, so that none is always first or last), the math backend's float32
   upcast, softmax pass by pass, and the exp unit against a bf16 matrix product.
 
 Every timing keeps its spread and its clock beside its median (``ms``): ``ms_spread`` holds the
@@ -30,6 +31,7 @@ import argparse
 import datetime
 import json
 import math
+import random
 import statistics
 import subprocess
 import sys
@@ -149,26 +151,62 @@ def timed(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, inner:
         clock = sm_clock_reader()
     for _ in range(warmup):
         fn()
-    times, clocks = [], []
-    for _ in range(runs):
-        if device == "cuda":
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            for _ in range(inner):
-                fn()
-            end.record()
-            clocks.append(clock() if clock else None)  # the GPU is still working through the queue
-            torch.cuda.synchronize()
-            times.append(start.elapsed_time(end) / inner)
-        else:
-            t0 = time.perf_counter()
-            for _ in range(inner):
-                fn()
-            clocks.append(clock() if clock else None)
-            times.append(1e3 * (time.perf_counter() - t0) / inner)
-    read = [c for c in clocks if c is not None]
+    return _summary([_sample(fn, device, inner, clock) for _ in range(runs)])
+
+
+def _sample(fn: Callable[[], Any], device: str, inner: int, clock: Callable[[], float | None] | None) -> tuple[float, float | None]:
+    """One sample of :func:`timed`: the time of one call (ms), over `inner` calls, and the clock read meanwhile."""
+    if device == "cuda":
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(inner):
+            fn()
+        end.record()
+        reading = clock() if clock else None  # the GPU is still working through the queue
+        torch.cuda.synchronize()
+        return start.elapsed_time(end) / inner, reading
+    t0 = time.perf_counter()
+    for _ in range(inner):
+        fn()
+    reading = clock() if clock else None
+    return 1e3 * (time.perf_counter() - t0) / inner, reading
+
+
+def _summary(samples: Sequence[tuple[float, float | None]]) -> dict[str, Any]:
+    """:func:`timed`'s result from (ms, clock) samples."""
+    times = [t for t, _ in samples]
+    read = [c for _, c in samples if c is not None]
     during = {"median": statistics.median(read), "min": min(read), "max": max(read), "n": len(read)} if read else None
     return {"ms": statistics.median(times), "ms_spread": spread(times), "sm_clock_MHz_during": during}
+
+
+def interleaved(fns: dict[str, Callable[[], Any]], rounds: int, device: str, rng: random.Random, warmup: int = 3,
+                inner: int = 1, clock: Callable[[], float | None] | None = None) -> tuple[dict[str, dict[str, Any]], list[list[str]]]:
+    """Time several functions against each other, interleaved: each round times every one once, in a new random order.
+
+    A fixed order lets a drift of the clock or the power state favour whichever function always runs first
+    or last; interleaving in random orders spreads it over all of them (lesson 07b). Each function is warmed
+    up `warmup` times before the first round, and each sample is one :func:`timed` sample of `inner` calls.
+
+    Returns
+    -------
+    tuple
+        ``{name: timed-style result over the rounds}`` and the order of each round.
+    """
+    if clock is None and device == "cuda":
+        clock = sm_clock_reader()
+    for fn in fns.values():
+        for _ in range(warmup):
+            fn()
+    samples: dict[str, list[tuple[float, float | None]]] = {name: [] for name in fns}
+    orders = []
+    for _ in range(rounds):
+        order = list(fns)
+        rng.shuffle(order)
+        orders.append(order)
+        for name in order:
+            samples[name].append(_sample(fns[name], device, inner, clock))
+    return {name: _summary(s) for name, s in samples.items()}, orders
 
 
 def median_ms(fn: Callable[[], Any], runs: int, device: str, warmup: int = 3, inner: int = 1) -> float:
@@ -296,13 +334,21 @@ def grad_nan_by_length(device: str = "cuda") -> list[dict]:
             for dtype in ("float16", "bfloat16") for L in GRAD_NAN_LENGTHS for guard in backends.GUARDS]
 
 
-def flash_vs_math(lengths: tuple[int, ...], tokens: int, heads: int, dim: int, runs: int) -> list[dict]:
-    """bf16 forward SDPA per backend: median time, TFLOP/s (4·B·H·L²·D) and peak memory beyond the inputs."""
+def flash_vs_math(lengths: tuple[int, ...], tokens: int, heads: int, dim: int, runs: int, device: str = "cuda",
+                  seed: int = 0) -> list[dict]:
+    """bf16 forward SDPA per backend: median time, TFLOP/s (4·B·H·L²·D) and peak memory beyond the inputs.
+
+    At each L the backends (PyTorch's own choice, ``"default"``, among them) are timed :func:`interleaved`,
+    ``max(runs // 2, 3)`` rounds each in a new random order drawn from `seed`, so that no backend is always
+    timed first or last; each record says how many rounds timed its backend first and last.
+    """
+    rng = random.Random(seed)
     rows = []
     for L in lengths:
         B = max(tokens // L, 1)
-        q, k, v = (torch.randn(B, heads, L, dim, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+        q, k, v = (torch.randn(B, heads, L, dim, device=device, dtype=torch.bfloat16) for _ in range(3))
         choice = int(torch._fused_sdp_choice(q, k, v))
+        records: dict[str, dict[str, Any]] = {}
         for backend in ("default", "math", "efficient", "flash", "cudnn"):
             record: dict[str, Any] = {"L": L, "B": B, "H": heads, "D": dim, "backend": backend}
             if backend == "default":
@@ -310,20 +356,27 @@ def flash_vs_math(lengths: tuple[int, ...], tokens: int, heads: int, dim: int, r
             try:
                 backends.run_sdpa(backend, q, k, v)
             except RuntimeError as err:
-                rows.append(record | {"extra_peak_MiB": None, "ms": None, "TFLOPs": None, "error": str(err).splitlines()[0]})
+                records[backend] = record | {"extra_peak_MiB": None, "ms": None, "TFLOPs": None, "error": str(err).splitlines()[0]}
                 continue
             extra, _ = memory_mib(lambda: backends.run_sdpa(backend, q, k, v))
-            t = timed(lambda: backends.run_sdpa(backend, q, k, v), max(runs // 2, 3), "cuda", inner=10)
             qg, kg, vg = (x.detach().requires_grad_(True) for x in (q, k, v))
             extra_grad, kept_grad = memory_mib(lambda: backends.run_sdpa(backend, qg, kg, vg))
             del qg, kg, vg
-            flops = 4 * B * heads * L * L * dim
-            rows.append(record | {"extra_peak_MiB": extra, **_timing_fields(t),
-                                  "TFLOPs": round(flops / (t["ms"] * 1e-3) / 1e12, 1),
-                                  "TFLOPs_at_min_ms": round(flops / (t["ms_spread"]["min"] * 1e-3) / 1e12, 1),
-                                  "extra_peak_MiB_grad": extra_grad, "kept_MiB_grad": kept_grad})
+            records[backend] = record | {"extra_peak_MiB": extra, "extra_peak_MiB_grad": extra_grad, "kept_MiB_grad": kept_grad}
+        fns = {b: (lambda b=b: backends.run_sdpa(b, q, k, v)) for b, r in records.items() if "error" not in r}
+        timings, orders = interleaved(fns, max(runs // 2, 3), device, rng, inner=10)
+        flops = 4 * B * heads * L * L * dim
+        for backend, record in records.items():
+            if backend in timings:
+                t = timings[backend]
+                record |= {**_timing_fields(t), "TFLOPs": round(flops / (t["ms"] * 1e-3) / 1e12, 1),
+                           "TFLOPs_at_min_ms": round(flops / (t["ms_spread"]["min"] * 1e-3) / 1e12, 1),
+                           "timed_first": sum(o[0] == backend for o in orders),
+                           "timed_last": sum(o[-1] == backend for o in orders)}
+            rows.append(record)
         del q, k, v
-        torch.cuda.empty_cache()
+        if device == "cuda":
+            torch.cuda.empty_cache()
     return rows
 
 

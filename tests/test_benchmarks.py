@@ -150,3 +150,33 @@ def test_a_records_timing_fields_are_the_rounded_median_its_spread_and_the_clock
 
     t = {"ms": 0.13149, "ms_spread": spread([0.1301, 0.1315, 0.1402]), "sm_clock_MHz_during": None}
     assert _timing_fields(t) == {"ms": 0.131, "ms_spread": t["ms_spread"], "sm_clock_MHz_during": None}
+
+
+def test_interleaved_timing_times_every_function_once_per_round_in_a_new_random_order():
+    import random
+
+    from benchmarks.gpu import interleaved
+
+    calls = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c", "d")}
+    results, orders = interleaved(fns, rounds=12, device="cpu", rng=random.Random(0), warmup=1, inner=2)
+    assert calls[:4] == ["a", "b", "c", "d"]  # the warm-up, once each
+    assert calls[4:] == [name for order in orders for name in order for _ in range(2)]  # each sample as drawn
+    assert len(orders) == 12 and all(sorted(order) == ["a", "b", "c", "d"] for order in orders)
+    assert len({order[0] for order in orders}) > 1 and len({order[-1] for order in orders}) > 1
+    assert all(results[name]["ms_spread"]["n"] == 12 for name in fns)
+    _, again = interleaved(fns, rounds=12, device="cpu", rng=random.Random(0), warmup=0)
+    assert again == orders  # the orders come from the seed
+
+
+def test_flash_vs_math_times_no_backend_always_first_or_last(monkeypatch):
+    from benchmarks import gpu
+
+    monkeypatch.setattr(gpu, "memory_mib", lambda fn: (fn(), (0.0, 0.0))[1])  # GPU memory cannot be read on a CPU
+    rows = gpu.flash_vs_math((16, 32), tokens=64, heads=2, dim=8, runs=24, device="cpu")
+    assert [r["backend"] for r in rows[:5]] == ["default", "math", "efficient", "flash", "cudnn"]
+    for L in (16, 32):
+        timed = [r for r in rows if r["L"] == L and r["ms"] is not None]
+        assert {r["backend"] for r in timed} >= {"default", "math"}  # the CPU runs at least these two
+        assert sum(r["timed_first"] for r in timed) == sum(r["timed_last"] for r in timed) == 12  # 24 // 2 rounds
+        assert all(r["timed_first"] < 12 and r["timed_last"] < 12 and r["ms_spread"]["n"] == 12 for r in timed)
