@@ -68,7 +68,7 @@ SOURCES: dict[str, str] = {
     "percentages (80%, 15% and 5%; 70% and 30%) only illustrate a distribution.",
     "004": "A chatbot's answer, stored as a note: what softmax and the 1/√d_k factor each do in "
     "scaled dot-product attention. No number to check.",
-    "FlashAttention-3": "The FlashAttention-3 paper (Shah et al. 2024, arXiv:2407.08608), for the datasheet "
+    "FlashAttention-3": "The FlashAttention-3 paper (Shah et al. 2024, arXiv:2407.08608), for the peak "
     "rates of an H100 that it quotes and its forward-pass speeds.",
 }
 
@@ -489,9 +489,10 @@ CLAIMS: tuple[Claim, ...] = (
     _idea("004-tiny-updates", "004", "prose", "a small gradient makes the updates tiny",
           "the model struggles to learn meaningful attention patterns because the updates to the weights are tiny.",
           ("08b",), "partly", _adam_words),
-    # --- FlashAttention-3: the H100's datasheet rates and the paper's forward speeds ------------------------------
-    _idea("fa3-peaks", "FlashAttention-3", "prose", "the two datasheet peaks, from per-SM rates",
-          "An H100 SXM5 does 989 TFLOPS of fp16 matrix products and 3.9 TFLOPS of special functions such as `exp`",
+    # --- FlashAttention-3: the H100's peak rates it states and the paper's forward speeds ------------------------------
+    _idea("fa3-peaks", "FlashAttention-3", "prose", "the two peaks it states, from per-SM rates",
+          "An H100 SXM5 does 989 TFLOPS of fp16 matrix products and 3.9 TFLOPS of special functions such as `exp` "
+          "(as lesson 07 words it)",
           ("07",), "✓",
           lambda: f"right: 132 SMs × 4096 FLOPs per clock × 1.83 GHz = {132 * 4096 * 1.83e9 / 1e12:.1f} TFLOP/s, and "
                   f"132 SMs × 16 exp2 per clock × 1.83 GHz = {132 * 16 * 1.83e9 / 1e12:.2f} T/s"),
