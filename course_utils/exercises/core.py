@@ -397,7 +397,6 @@ def _conversions_keep(kind: type, seen: Callable[[Any], None] | None = None):
     followed. `seen`, if given, is shown every array these functions make from anything else.
     """
     names = ("asarray", "asanyarray", "array", "ascontiguousarray")
-    saved = {name: getattr(np, name) for name in names}
 
     def keeping(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
@@ -411,8 +410,16 @@ def _conversions_keep(kind: type, seen: Callable[[Any], None] | None = None):
 
         return convert
 
+    with _numpy_replaced(names, keeping):
+        yield
+
+
+@contextmanager
+def _numpy_replaced(names: Sequence[str], replace: Callable[[str, Callable[..., Any]], Callable[..., Any]]):
+    """While the block runs, each NumPy function in `names` is ``replace(name, original)``; restored after."""
+    saved = {name: getattr(np, name) for name in names}
     for name, original in saved.items():
-        setattr(np, name, keeping(name, original))
+        setattr(np, name, replace(name, original))
     try:
         yield
     finally:
@@ -1558,12 +1565,6 @@ def _max_diff(out: np.ndarray, expected: np.ndarray) -> float:
     with np.errstate(invalid="ignore"):
         diff = np.where(out == expected, 0.0, np.abs(out - expected))
     return float(np.nanmax(diff)) if out.size and not np.isnan(diff).all() else 0.0
-
-
-def _max_relative_diff(out: np.ndarray, expected: np.ndarray) -> float:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.where(out == expected, 0.0, np.abs(out - expected) / np.maximum(np.abs(expected), 1e-300))
-    return float(np.nanmax(rel)) if out.size else 0.0
 
 
 def _near(out: np.ndarray, expected: np.ndarray) -> bool:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import functools
 import math
@@ -23,6 +22,7 @@ from .core import (
     ValueExercise,
     _conversions_keep,
     _learner_line,
+    _numpy_replaced,
     float32_rounding,
     peak_memory,
     starter,
@@ -604,11 +604,9 @@ class _Rows(np.lib.mixins.NDArrayOperatorsMixin):
         return self.__copy__()
 
 
-@contextlib.contextmanager
 def _makers_watched(seen: Callable[..., None]):
     """While the block runs, every array made by NumPy's constructors and joins is shown to `seen(array, how)`."""
     names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack", "append")
-    saved = {name: getattr(np, name) for name in names}
 
     def watching(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
@@ -619,13 +617,7 @@ def _makers_watched(seen: Callable[..., None]):
 
         return make
 
-    for name, original in saved.items():
-        setattr(np, name, watching(name, original))
-    try:
-        yield
-    finally:
-        for name, original in saved.items():
-            setattr(np, name, original)
+    return _numpy_replaced(names, watching)
 
 
 def _reads_keys_in_tiles(run: Run) -> str | None:
