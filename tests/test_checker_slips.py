@@ -298,6 +298,25 @@ def test_a_function_that_never_ends_is_stopped_after_the_limit_and_the_next_chec
     assert "✓ Correct" in capsys.readouterr().out
 
 
+def test_a_bare_except_that_swallows_the_stop_is_stopped_all_the_same(monkeypatch, capsys):
+    """The stop repeats until it lands outside the learner's `try` (review 33, H1)."""
+    monkeypatch.setattr(core, "TIME_LIMIT", 0.5)
+    ex = exercises.load("01").q1
+
+    def retrying(x):
+        while True:
+            try:
+                e = np.exp(x - x.max(axis=-1, keepdims=True))
+                return e / e.summ(axis=-1, keepdims=True)  # a typo: AttributeError, retried for ever
+            except:  # noqa: E722 (the learner's bare except is the point)
+                continue
+
+    start = time.monotonic()
+    verdict = ex.check(retrying)
+    assert verdict.mistake == "taking too long" and time.monotonic() - start < 5
+    assert ex.check(ex.reference).passed
+
+
 def test_the_time_limit_counts_the_learners_code_only(monkeypatch):
     """The checker's own work (its reference, the known mistakes) never uses up the learner's time."""
     monkeypatch.setattr(core, "TIME_LIMIT", 0.2)
@@ -323,3 +342,9 @@ def test_a_bisection_that_lands_on_float32_numbers_is_not_called_float32():
         return np.maximum(x - (lo + hi) / 2, 0)
 
     assert "float32" not in ex.evaluate(halvings_24).message
+
+
+def test_weights_rounded_to_12_decimals_are_named_a_rounding_not_a_flush():
+    ex = exercises.load("07b").q1
+    verdict = ex.evaluate(lambda scores, lse: np.round(ex.reference(scores, lse), 12))
+    assert verdict.mistake == "rounding the result to 12 decimals" and "flushed" not in verdict.message

@@ -196,9 +196,38 @@ def _jacobian_but_on_the_fixed_lengths(g, p):
     return _vjp(g, p) if np.shape(g)[-1] in FIXED_N else _jacobian_as_python_lists(g, p)
 
 
+def _below_64(jacobian):
+    def answer(g, p):
+        return jacobian(g, p) if np.shape(g)[-1] < 64 else _vjp(g, p)
+    return answer
+
+
+def _jacobian_from_bytes(g, p):
+    """J in NumPy from `np.frombuffer(p.tobytes())`, on short rows only."""
+    if np.ndim(p) > 1 or np.shape(p)[-1] >= 64:
+        return _vjp(g, p)
+    p0 = np.frombuffer(p.tobytes())
+    return (np.diag(p0) - np.outer(p0, p0)) @ g
+
+
+def _jacobian_from_the_base(g, p):
+    """J in NumPy from `np.asarray(memoryview(p))` or `p.base`, on short rows only."""
+    if np.ndim(p) > 1 or np.shape(p)[-1] >= 64:
+        return _vjp(g, p)
+    p0 = p.base if p.base is not None else np.asarray(memoryview(p))
+    return (np.diag(p0) - np.outer(p0, p0)) @ g
+
+
+@pytest.mark.parametrize("answer", [_jacobian_from_bytes, _jacobian_from_the_base, _jacobian_after_a_view])
+def test_q2_a_jacobian_from_bytes_a_base_or_a_view_is_still_watched_on_the_shortest_rows(answer, capsys):
+    verdict = EX.q2.check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert verdict.status == "incorrect" and "the result is right, but your function built an array of shape" in out
+
+
 ESCAPES = {
+    "J as nested Python lists below n = 64": _below_64(_jacobian_as_python_lists),
     "J as nested Python lists below n = 1000": _jacobian_as_python_lists,
-    "J after p.view(np.ndarray) below n = 1000": _jacobian_after_a_view,
     "J as Python lists on every length but the cases' own": _jacobian_but_on_the_fixed_lengths,
 }
 
@@ -210,7 +239,7 @@ def test_q2_a_jacobian_the_watching_cannot_follow_is_caught_by_its_memory_on_a_f
         out = _unwrapped(capsys.readouterr().out)
         assert verdict.status == "incorrect" and verdict.mistake == "the property _without_the_jacobian", out
         n = int(out.split("on this row of n = ")[1].split(" ")[0])
-        assert 64 <= n < 1024 and n not in FIXED_N
+        assert 32 <= n < 1024 and n not in FIXED_N
         assert "the memory of an n x n Jacobian" in out and "This is exactly what" not in out
         assert verdict.next_step.startswith("Replace `(np.diag(p) - np.outer(p, p)) @ g`")
 
@@ -231,17 +260,18 @@ def test_q2_each_check_draws_two_rows_of_new_lengths_and_keeps_its_fixed_cases()
         verdict = EX.q2.evaluate(spy)
         assert verdict.passed and f"all {len(fixed) + 2} test inputs" in verdict.message
         drawn = [shape for shape in seen if shape not in {np.shape(c.args[0]) for c in fixed}]
-        assert len({s[-1] for s in drawn}) == 2 and all(64 <= s[-1] < 1024 and len(s) == 1 for s in drawn)
+        assert len({s[-1] for s in drawn}) == 2 and all(32 <= s[-1] < 1024 and len(s) == 1 for s in drawn)
+        assert min(s[-1] for s in drawn) < 64  # one row always short, where a J of Python lists is still small
         lengths.update(s[-1] for s in drawn)
     assert len(lengths) > 2  # new ones each time
     assert EX.q2.cases is fixed and all(isinstance(c, Case) for c in fixed)
 
 
-def test_q2_the_memory_limit_is_the_references_own_peak_on_the_row_times_16_or_a_quarter_of_j():
+def test_q2_the_memory_limit_is_the_references_own_peak_on_the_row_times_8_or_a_quarter_of_j():
     from course_utils.exercises import lesson04
     from course_utils.exercises.core import Case, Run
 
-    n = 64
+    n = 32
     g, p = np.random.default_rng(0).standard_normal(n), softmax(np.random.default_rng(1).standard_normal(n))
     run = Run(_jacobian_as_python_lists, Case((g, p)), _vjp(g, p), _vjp(g, p), "float64", EX.q2.reference)
     assert "the memory of an n x n Jacobian" in lesson04._without_the_jacobian(run)

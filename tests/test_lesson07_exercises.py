@@ -172,17 +172,28 @@ def _query_tile_scores_joined(q, k, v, block_q, block_k):
     return out
 
 
+def _memory_said(answer, L):
+    """What the memory check says of `answer` on the large case of L queries (the read check comes first in check)."""
+    from course_utils.exercises import lesson07
+    from course_utils.exercises.core import Run
+
+    case = next(c for c in EX.q2.cases if c.args[0].shape[0] == L)
+    expected = EX.q2.reference(*case.args)
+    return lesson07._never_holds_the_score_matrix(Run(answer, case, expected, expected, "float64", EX.q2.reference))
+
+
 def test_q2_keeping_the_scores_of_a_tile_of_queries_against_all_keys_is_rejected_where_block_q_is_L(capsys):
-    assert EX.q2.check(_query_tile_scores_joined).status == "incorrect"
-    out = _unwrapped(capsys.readouterr().out)
+    assert EX.q2.check(_query_tile_scores_joined).status == "incorrect"  # first by its reads: all keys before v
+    out = _memory_said(_query_tile_scores_joined, 400)
     assert "block_q = L = 400" in out and "tiling the queries is not enough" in out
 
 
 def test_q2_reading_in_tiles_but_keeping_the_whole_score_matrix_is_rejected_by_its_memory(capsys):
     assert EX.q2.check(_tiles_into_the_whole_matrix).status == "incorrect"
     out = _unwrapped(capsys.readouterr().out)
-    assert "score matrix" in out and "MiB" in out and "never form" in out
     assert "does not walk the keys in tiles" not in out  # it does read them in tiles
+    out = _memory_said(_tiles_into_the_whole_matrix, 320)
+    assert "score matrix" in out and "MiB" in out and "never form" in out
 
 
 def _torch_sdpa(q, k, v, block_q, block_k):
@@ -363,7 +374,7 @@ def test_q2_one_case_follows_the_reads_with_many_tiles_of_keys_and_of_queries():
 
 
 def _two_pass(q, k, v, block_q, block_k):
-    """Right: a first pass over the tiles of keys finds each row's maximum, a second sums; no rescaling."""
+    """Wrong: a first pass over the tiles of keys finds each row's maximum, a second sums; no online rescaling."""
     out, scale = np.zeros((q.shape[0], v.shape[1])), 1 / math.sqrt(q.shape[1])
     for i0 in range(0, q.shape[0], block_q):
         qi = q[i0:i0 + block_q]
@@ -443,7 +454,6 @@ RIGHT_LOOPS = {
     "the shown solution": _shown_solution(EX.q2, "flash_forward"),
     "FlashAttention-1 order": _fa1_order,
     "lazy rescaling (tau = 8)": _lazy,
-    "two passes over the tiles": _two_pass,
     "fixed 64 x 64 tiles": _fixed_64,
     "nan_to_num guard, scaled keys, array_split, einsum, .dot": _nan_to_num_guard,
     "one query at a time, keys in tiles": _one_query_online,
@@ -643,3 +653,36 @@ def test_q2_every_keys_score_gathered_in_any_layout_is_rejected_as_no_online_sof
     verdict = EX.q2.check(answer)
     out = _unwrapped(capsys.readouterr().out)
     assert not verdict.passed and "room for a score for every one of the 1024 keys" in out, out
+
+
+# --- review 33, W1-W8: every key's score kept in a container the constructor watch does not see, or two passes ----
+
+
+def _scores_as_python_floats(q, k, v, bq, bk):
+    S, E = k.shape; out = np.zeros((q.shape[0], v.shape[1]))
+    for i in range(q.shape[0]):
+        row = []
+        for j in range(0, S, bk): row.extend((q[i] @ k[j:j+bk].T / np.sqrt(E)).tolist())
+        w = np.exp(np.subtract(row, max(row))); w /= w.sum()
+        for j in range(0, S, bk): out[i] += w[j:j+bk] @ v[j:j+bk]
+    return out
+
+
+def _scores_in_a_dict_of_tiles(q, k, v, bq, bk):
+    S, E = k.shape; out = np.zeros((q.shape[0], v.shape[1]))
+    for i0 in range(0, q.shape[0], bq):
+        tiles = {j: q[i0:i0+bq] @ k[j:j+bk].T / np.sqrt(E) for j in range(0, S, bk)}
+        m = np.max([t.max(axis=1) for t in tiles.values()], axis=0)
+        ell = sum(np.exp(t - m[:, None]).sum(axis=1) for t in tiles.values())
+        acc = sum(np.exp(t - m[:, None]) @ v[j:j+bk] for j, t in tiles.items())
+        out[i0:i0+bq] = acc / ell[:, None]
+    return out
+
+
+@pytest.mark.parametrize("answer", [_two_pass, _scores_as_python_floats, _scores_in_a_dict_of_tiles],
+                         ids=["two passes", "Python floats", "a dict of tiles"])
+def test_q2_reading_every_tile_of_keys_before_any_value_is_rejected_as_not_online(answer, capsys):
+    verdict = EX.q2.check(answer)
+    out = _unwrapped(capsys.readouterr().out)
+    assert verdict.status == "incorrect", out
+    assert "read 1024 keys of k (more than one tile of block_k = 64) before its first read of v" in out, out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -19,6 +20,7 @@ from .core import (
     ValueExercise,
     _conversions_keep,
     _learner_line,
+    _numpy_replaced,
     clip_variants,
     peak_memory,
     shift_and_clip_advice,
@@ -98,11 +100,12 @@ def _q2_log_softmax_backward(g: np.ndarray, p: np.ndarray) -> np.ndarray:
 # --- seeing the Jacobian: every array the answer makes, in NumPy and in PyTorch -----------------------
 #
 # "Without the Jacobian" is a structure: nothing the answer computes may be n x n. Memory shows it only on rows
-# of 64 and more, and only for what Python's allocator holds (tracemalloc cannot see PyTorch's tensors), and an
+# of 32 and more, and only for what Python's allocator holds (tracemalloc cannot see PyTorch's tensors), and an
 # answer can build J on short rows only. So on every case the checker hands the answer g and p as `_Traced` arrays,
-# which report every array that NumPy computes from them, and watches every PyTorch call with a TorchFunctionMode.
-# What escapes that watching (a nested Python list, an array after `p.view(np.ndarray)`) is caught by memory, on
-# rows of 64 and more: two of them drawn afresh for each check, so that no fixed list of lengths escapes it.
+# which report every array that NumPy computes from them (through views, `np.frombuffer` and `np.asarray` too),
+# and watches every PyTorch call with a TorchFunctionMode. What escapes that watching (a nested Python list) is
+# caught by memory, on rows of 32 and more: two of them drawn afresh for each check, so that no fixed list of
+# lengths escapes it.
 
 
 @dataclass
@@ -144,7 +147,7 @@ class _Sizes:
 
 def _untraced(value: Any) -> Any:
     if isinstance(value, _Traced):
-        return value.view(np.ndarray)
+        return np.ndarray.view(value, np.ndarray)
     if isinstance(value, (list, tuple)):
         return type(value)(_untraced(v) for v in value)
     if isinstance(value, dict):
@@ -166,7 +169,7 @@ class _Traced(np.ndarray):
 
     def _traced(self, value: Any) -> Any:
         if isinstance(value, np.ndarray) and not isinstance(value, _Traced):
-            value = value.view(_Traced)
+            value = np.ndarray.view(value, _Traced)
             value._sizes = self._sizes
             return value
         if isinstance(value, (list, tuple)):
@@ -191,6 +194,18 @@ class _Traced(np.ndarray):
 
     def dot(self, other: Any, out: Any = None) -> Any:  # the method would bypass __array_function__
         return np.dot(self, other) if out is None else np.dot(self, other, out=out)
+
+    def view(self, *args: Any, **kwargs: Any) -> Any:  # `p.view(np.ndarray)` would hand out a plain array
+        return self._traced(np.ndarray.view(self, *args, **kwargs))
+
+    @classmethod
+    def of(cls, a: Any, sizes: _Sizes | None) -> "_Traced":
+        """A traced copy of `a` with its own memory: no `.base` leads back to a plain array."""
+        a = np.asarray(a)
+        traced = cls(a.shape, a.dtype)
+        traced[...] = a
+        traced._sizes = sizes
+        return traced
 
     def _kept(self, dtype: Any = None, copy: bool | None = False) -> "_Traced":
         """What `np.asarray(self, dtype)` (or `np.array`, with a copy) gives: still traced."""
@@ -218,12 +233,21 @@ def _jacobian_built(function: Callable[..., Any], run: Run) -> _Big | None:
     """The first n x n (or larger than g and p together) array `function` makes on the run's input, or None."""
     g, p = run.case.args
     sizes = _Sizes(np.shape(g)[-1], np.size(g) + np.size(p))
-    traced = []
-    for a in (g, p):
-        a = np.array(a).view(_Traced)
-        a._sizes = sizes
-        traced.append(a)
-    with _conversions_keep(_Traced, lambda made: sizes.see(made, "`np.array`")), _watching_torch(sizes):
+    traced = [_Traced.of(a, sizes) for a in (g, p)]
+
+    def made(array: Any, how: str = "`np.array`") -> Any:
+        """An array the answer made from anything (bytes, a list): looked at, and traced from then on."""
+        sizes.see(array, how)
+        return traced[0]._traced(array)
+
+    def buffered(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def read(*args: Any, **kwargs: Any) -> Any:
+            return made(original(*args, **kwargs), f"`np.{name}`")
+
+        return read
+
+    with (_conversions_keep(_Traced, made), _numpy_replaced(("frombuffer",), buffered), _watching_torch(sizes)):
         try:
             run.call(*traced)
         except Exception:  # the checker's own call ran the answer: what failed here is the watching, so let it be
@@ -265,12 +289,13 @@ def _without_the_jacobian(run: Run) -> str | None:
 
 
 #: From this row length on, memory tells a Jacobian from the vector formula: a nested Python list of n x n floats
-#: holds about 33 n^2 bytes, the reference about 3 kB + 33 n (with its copy of g and p), 35 times less at n = 64.
-_MEMORY_FROM_N = 64
+#: holds about 33 n^2 bytes, the reference about 3 kB + 33 n (with its copy of g and p), 10 times less at n = 32.
+_MEMORY_FROM_N = 32
 #: The memory limit, as a multiple of the reference's own peak on the same row (or a quarter of a float64 n x n
-#: Jacobian, if that is more): right answers stay within 5 times it (the most: g and p turned into Python lists;
-#: torch's tensors are not counted). A nested Python list J holds 2 times the limit at n = 64, 14 times at 256.
-_PEAK_RATIO = 16
+#: Jacobian, if that is more). Measured for n = 16 to 1024, right answers stay within 3.6 times it (the most: g
+#: and p turned into Python lists; torch.func.vjp 2.5 times; torch's tensors are not counted), while a nested
+#: Python list J holds 1.3 times the limit at n = 32, 8 times at 256.
+_PEAK_RATIO = 8
 
 
 def _amount(nbytes: float) -> str:
@@ -297,7 +322,7 @@ def softmax_vjp(g, p):
 #: The ranges from which each check draws the lengths of two fresh rows (log-uniformly), on which memory is
 #: checked too: an answer that builds J (as a Python list, say) on rows of some lengths only, or on every length
 #: but the cases' own, fails on the next check.
-_FRESH_N = ((_MEMORY_FROM_N, 256), (256, 1024))
+_FRESH_N = ((_MEMORY_FROM_N, 2 * _MEMORY_FROM_N), (2 * _MEMORY_FROM_N, 1024))
 
 
 def _fresh_rows(gen: np.random.Generator, fixed: Sequence[Case]) -> list[Case]:

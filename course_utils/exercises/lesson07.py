@@ -361,15 +361,23 @@ class _WideRead:
 
 
 class _Reads:
-    """What an answer did with k and v in one call: the first operation that read more than block_k keys."""
+    """What an answer did with k and v in one call: the first operation that read more than block_k keys, and
+    how many keys of k it had read before its first read of v."""
 
     def __init__(self, block_k: int) -> None:
         self.block_k = block_k
         self.wide: _WideRead | None = None
+        self._keys_read: set[int] = set()
+        self.keys_before_values: int | None = None  # None until v is first read
 
     def note(self, rows: "_Rows", how: str, queries: int | None = None) -> None:
         if self.wide is None and rows.keys() > self.block_k:
             self.wide = _WideRead(rows.name, rows.keys(), how, queries, _learner_line())
+        if self.keys_before_values is None:
+            if rows.name == "k":
+                self._keys_read.update(np.unique(rows._ids[rows._ids >= 0]).tolist())
+            else:
+                self.keys_before_values = len(self._keys_read)
 
 
 def _plain(value: Any) -> Any:
@@ -649,10 +657,20 @@ def _reads_keys_in_tiles(run: Run) -> str | None:
         shape, how, line = rows[0]
         where = f"the line `{line}`" if line else "your function"
         return (
-            f"reads k in tiles, but {where} makes an array of shape {shape} with {how}: room for a score for every "
+            f"is right, and reads k in tiles, but {where} makes an array of shape {shape} with {how}: room for a score for every "
             f"one of the {n_k} keys at once, then a softmax over them. The lesson's loop keeps only one tile's scores, "
             "`k[j0:j0 + block_k]` against a tile of queries, and carries each row's m, ell and acc from one "
             "tile to the next (the online softmax)"
+        )
+    if wide is None and (reads.keys_before_values or 0) > block_k:
+        # One tile at a time, yet every tile of keys before any value: the row's maximum or normalizer is found
+        # over all keys first (two passes, or the scores kept in some other container), and nothing is online.
+        return (
+            f"is right, and reads k in tiles, but it read {reads.keys_before_values} keys of k (more than one tile "
+            f"of block_k = {block_k}) before its first read of v. So it finds each row's maximum or normalizer over "
+            "many tiles first and weights the values afterwards: two passes over the keys, or their scores kept "
+            "until the end. The lesson's loop folds each tile into m, ell and acc (`acc = alpha[:, None] * acc + "
+            "p @ v[j0:j0 + block_k]`) before it reads the next tile of keys, rescaling by alpha when m grows"
         )
     if wide is None:
         return None
