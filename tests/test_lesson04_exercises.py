@@ -348,3 +348,21 @@ def test_a_natural_wrong_answer_is_named_with_its_advice_and_its_next_step(case,
     assert f"This is exactly what {label} gives." in out and advice in out
     ex.hint()
     assert code in _unwrapped(capsys.readouterr().out)
+
+
+
+def _jacobian_in_an_empty_array_below_100(g, p):
+    """J written entry by entry into `np.empty((n, n))`, on short rows only (review 33, rerun c)."""
+    if np.ndim(g) > 1 or np.shape(g)[-1] >= 100:
+        return _vjp(g, p)
+    n = np.shape(g)[-1]
+    J = np.empty((n, n))
+    for i in range(n):
+        for k in range(n):
+            J[i, k] = p[i] * ((i == k) - p[k])
+    return J @ g
+
+
+def test_q2_a_jacobian_made_by_a_numpy_constructor_is_seen_on_every_row(capsys):
+    assert EX.q2.check(_jacobian_in_an_empty_array_below_100).status == "incorrect"
+    assert "n x n for rows of n = 3" in _unwrapped(capsys.readouterr().out)

@@ -685,4 +685,49 @@ def test_q2_reading_every_tile_of_keys_before_any_value_is_rejected_as_not_onlin
     verdict = EX.q2.check(answer)
     out = _unwrapped(capsys.readouterr().out)
     assert verdict.status == "incorrect", out
-    assert "read 1024 keys of k (more than one tile of block_k = 64) before its first read of v" in out, out
+    assert "read 1024 keys of k (more than two tiles of block_k = 64) with no read of v between them" in out, out
+
+
+# --- review 33 (rerun c): a read of v early on, entries copied one by one, and a loop that reads the next tile early
+
+
+def _dummy_v_then_two_passes(q, k, v, bq, bk):
+    L,E=q.shape; S=k.shape[0]; out=np.empty((L,v.shape[1])); sc=1/np.sqrt(E)
+    _ = np.zeros_like(q[:, :1] @ v[:1].T[:1])
+    for i0 in range(0,L,bq):
+        qi=q[i0:i0+bq]; m=np.full(len(qi),-np.inf)
+        for j0 in range(0,S,bk): m=np.maximum(m,(qi@k[j0:j0+bk].T*sc).max(1))
+        ell=np.zeros(len(qi)); acc=np.zeros((len(qi),v.shape[1]))
+        for j0 in range(0,S,bk):
+            p=np.exp(qi@k[j0:j0+bk].T*sc-m[:,None]); ell+=p.sum(1); acc+=p@v[j0:j0+bk]
+        out[i0:i0+bq]=acc/ell[:,None]
+    return out
+def _entries_copied_one_by_one(q,k,v,bq,bk):
+    S,E=k.shape; kk=np.empty((S,E)); vv=np.empty(v.shape)
+    for j in range(S):
+        for e in range(E): kk[j,e]=k[j,e]
+    for j in range(S):
+        for e in range(v.shape[1]): vv[j,e]=v[j,e]
+    s=q@kk.T/np.sqrt(E); p=np.exp(s-s.max(1,keepdims=True)); return p/p.sum(1,keepdims=True)@vv
+def _next_tile_scored_early(q,k,v,bq,bk):
+    L,E=q.shape; S=k.shape[0]; out=np.empty((L,v.shape[1])); sc=1/np.sqrt(E)
+    for i0 in range(0,L,bq):
+        qi=q[i0:i0+bq]; m=np.full(len(qi),-np.inf); ell=np.zeros(len(qi)); acc=np.zeros((len(qi),v.shape[1]))
+        s_next=qi@k[0:bk].T*sc
+        for j0 in range(0,S,bk):
+            s=s_next
+            if j0+bk<S: s_next=qi@k[j0+bk:j0+2*bk].T*sc
+            mn=np.maximum(m,s.max(1)); sh=np.where(mn==-np.inf,0,mn); a=np.exp(m-sh); p=np.exp(s-sh[:,None])
+            ell=a*ell+p.sum(1); acc=a[:,None]*acc+p@v[j0:j0+bk]; m=mn
+        out[i0:i0+bq]=acc/ell[:,None]
+    return out
+
+
+@pytest.mark.parametrize("answer", [_dummy_v_then_two_passes, _entries_copied_one_by_one])
+def test_q2_many_tiles_of_keys_with_no_value_read_between_them_are_rejected(answer, capsys):
+    assert EX.q2.check(answer).status == "incorrect"
+    assert "with no read of v between them" in _unwrapped(capsys.readouterr().out)
+
+
+def test_q2_a_loop_that_scores_the_next_tile_early_passes():
+    assert EX.q2.evaluate(_next_tile_scored_early).passed

@@ -439,6 +439,23 @@ def _numpy_replaced(names: Sequence[str], replace: Callable[[str, Callable[..., 
             setattr(np, name, original)
 
 
+def _makers_watched(seen: Callable[..., Any]):
+    """While the block runs, every array made by NumPy's constructors and joins is shown to `seen(array, how)`;
+    what `seen` returns, if not None, is handed to the caller instead."""
+    names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack", "append")
+
+    def watching(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(original)
+        def make(*args: Any, **kwargs: Any) -> Any:
+            made = original(*args, **kwargs)
+            replaced = seen(made, f"`np.{name}`")
+            return made if replaced is None else replaced
+
+        return make
+
+    return _numpy_replaced(names, watching)
+
+
 def _slip_steps(label: str, **details: str) -> tuple[str, ...]:
     """The hints for the slip `label`, in order, filled in with `details`."""
     return tuple(step.format(**details) for step in SLIPS[label])
@@ -497,9 +514,9 @@ SLIPS: dict[str, tuple[str, ...]] = {
         "If you return several values, return only the one the exercise asks for. Then check again.",
     ),
     "taking too long": (
-        "A check calls your function on a few small inputs, which takes well under a second: look for a "
-        "loop that does not end (a `while` whose condition never changes) or that runs far more steps than "
-        "the input has entries.",
+        "A check calls your function on a few small inputs, which takes well under a second in all: look for a "
+        "loop that does not end (a `while` whose condition never changes), one that runs far more steps than "
+        "the input has entries, or work done again for every entry that could be done once for the whole array.",
         "Print the loop variable inside the loop on the first input, for a few steps: if it does not approach "
         "the end, fix its update. Then check again.",
     ),
@@ -776,8 +793,9 @@ def _call(function: Callable[..., Any], case: Case) -> tuple[np.ndarray, str | N
     except NotImplementedError:
         raise _NotAttempted from None
     except _TooSlow:
-        raise _Failed(f"your function ran for more than {TIME_LIMIT:g} s on input {case.describe()} and was "
-                      "stopped", "taking too long", slip=True, steps=_slip_steps("taking too long")) from None
+        raise _Failed(f"your function used up this check's {TIME_LIMIT:g} s (all its calls together) and was "
+                      f"stopped on input {case.describe()}", "taking too long", slip=True,
+                      steps=_slip_steps("taking too long")) from None
     except Exception as exc:  # the learner's bug, reported as feedback
         name = type(exc).__name__
         advice = _EXCEPTION_ADVICE.get(name, "The last line of the traceback names the error.")
@@ -1305,13 +1323,25 @@ class FunctionExercise(Exercise):
         expected = np.asarray(self.reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs))), dtype=np.float64)
         return _agree(out, expected, self.rtol, self.atol)
 
-    def _outputs(self, answer: Callable[..., Any]) -> list[np.ndarray | None]:
+    def _outputs(self, answer: Callable[..., Any], key: str | None = None) -> list[np.ndarray | None]:
+        """`answer`'s output on each case (None where it fails). With a `key`, the checker's own functions (the
+        reference, each known mistake) are computed once per case and kept: every diagnosis needs them all."""
+        cache: dict[tuple[str, int], tuple[Case, np.ndarray | None]] = self.__dict__.setdefault("_kept_outputs", {})
         outputs: list[np.ndarray | None] = []
-        for case in self.cases:
+        fixed = self.__dict__.get("_n_fixed", len(self.cases))  # the cases drawn afresh for a check come after these
+        for index, case in enumerate(self.cases):
+            keep = key is not None and index < fixed
+            kept = cache.get((key, id(case))) if keep else None
+            if kept is not None and kept[0] is case:  # the case itself is kept too, so its id is never reused
+                outputs.append(kept[1])
+                continue
             try:
-                outputs.append(_call_safely(answer, case))
+                output = _call_safely(answer, case)
             except (_Failed, _NotAttempted):
-                outputs.append(None)
+                output = None
+            if keep:
+                cache[(key, id(case))] = (case, output)
+            outputs.append(output)
         return outputs
 
     def diagnose(self, answer: Callable[..., Any]) -> str | None:
@@ -1325,10 +1355,10 @@ class FunctionExercise(Exercise):
         hand-picked wrong answers come first).
         """
         mine = self._outputs(answer)
-        right = self._outputs(self.reference)
+        right = self._outputs(self.reference, "the reference")
         matches = []
         for label, wrong in self.known_mistakes().items():
-            theirs = self._outputs(wrong)
+            theirs = self._outputs(wrong, label)
             shown = [i for i, (a, b) in enumerate(zip(theirs, right))
                      if a is not None and b is not None and not _agree(a, b, self.rtol, self.atol)]
             if not any(mine[i] is not None for i in shown):
@@ -1363,10 +1393,12 @@ class FunctionExercise(Exercise):
         fixed = self.cases
         if self.fresh is not None:
             self.cases = fixed + tuple(self.fresh(np.random.default_rng(), fixed))
+        self._n_fixed = len(fixed)
         try:
             return self._evaluate(answer)
         finally:
             self.cases = fixed
+            del self._n_fixed
 
     def _evaluate(self, answer: Callable[..., Any]) -> Verdict:
         try:
@@ -1435,9 +1467,7 @@ class FunctionExercise(Exercise):
     def _rounding(self, run: Run) -> None:
         """The slip of rounding the result, or of returning whole numbers, named before any property speaks."""
         case, out, expected = run.case, run.output, run.expected
-        # Within tolerance: nothing to name, unless weights the exact answer has became 0 (rounding to 12 decimals,
-        # say), which a property that asks for them would otherwise call a flush
-        if _agree(out, expected, self.rtol, self.atol) and not np.any((out == 0) & (expected != 0)):
+        if _agree(out, expected, self.rtol, self.atol):
             return
         finite = np.isfinite(out) & np.isfinite(expected)
         o, e = out[finite], expected[finite]
@@ -1446,8 +1476,6 @@ class FunctionExercise(Exercise):
         whole = o.size and np.any(o) and np.abs(e).max() >= 1 and np.array_equal(o, np.round(o)) \
             and not np.array_equal(e, np.round(e)) and np.all(np.abs(o - e) < 1 + 1e-9)
         digits = None if whole else _rounded_to(out, expected)
-        if not whole and digits is None and out.size and not np.any(out[finite]):
-            digits = self._rounded_everywhere(run.function)  # all zeros here: a rounding that left nothing?
         if not whole and digits is None:
             return
         # Only where no known mistake gives these outputs (a shift without the logsumexp can give whole numbers
@@ -1471,10 +1499,25 @@ class FunctionExercise(Exercise):
                           f"rounding the result to {digits} {unit}", slip=True,
                           steps=_slip_steps("rounding the result", digits=str(digits)))
 
+    def _rounded_within_tolerance(self, run: Run) -> None:
+        """Where a property fails an answer that is within tolerance, the slip of rounding if that is what it did:
+        weights rounded to 12 or more decimals become 0 where the exact ones are tiny, which a property asking for
+        them would call a flush."""
+        if not _agree(run.output, run.expected, self.rtol, self.atol):
+            return
+        digits = self._rounded_everywhere(run.function)
+        if digits is None or self.diagnose(run.function) is not None:
+            return
+        worst = _worst_index(run.output, run.expected)
+        raise _Failed(f"on input {run.case.describe()} your result is rounded to {digits} decimals: for example "
+                      f"{describe(run.output[worst], digits + 2)} where the expected is "
+                      f"{describe(run.expected[worst], 17)}", f"rounding the result to {digits} decimals", slip=True,
+                      steps=_slip_steps("rounding the result", digits=str(digits)))
+
     def _rounded_everywhere(self, answer: Callable[..., Any]) -> int | None:
         """The decimals `answer` rounds to, where on every case it gives the right values rounded to them."""
-        mine, right = self._outputs(answer), self._outputs(self.reference)
-        found = {_rounded_to(o, e) for o, e in zip(mine, right) if o is not None and e is not None
+        mine, right = self._outputs(answer), self._outputs(self.reference, "the reference")
+        found = {_rounded_to(o, e, most=15) for o, e in zip(mine, right) if o is not None and e is not None
                  and o.shape == e.shape}
         found.discard(None)
         if len(found) != 1:
@@ -1507,6 +1550,7 @@ class FunctionExercise(Exercise):
                 continue
             problem = prop(run)
             if problem:
+                self._rounded_within_tolerance(run)
                 raise _Failed(f"on input {case.describe()} the result {problem} (max abs diff from the reference {max_diff:.2g})",
                               _property_label(prop))
         if _agree(out, expected, self.rtol, self.atol):
@@ -1604,10 +1648,10 @@ def _near(out: np.ndarray, expected: np.ndarray) -> bool:
     return bool(np.allclose(out[finite], expected[finite], rtol=1e-4, atol=1e-7))
 
 
-def _rounded_to(out: np.ndarray, expected: np.ndarray) -> int | None:
+def _rounded_to(out: np.ndarray, expected: np.ndarray, most: int = 12) -> int | None:
     """The decimals `out` is rounded to, where it is `expected` rounded (within half a unit), else None.
 
-    Only where `expected` is not itself rounded at that many decimals, and no more than 12 decimals.
+    Only where `expected` is not itself rounded at that many decimals, and no more than `most` decimals.
 
     Examples
     --------
@@ -1622,7 +1666,7 @@ def _rounded_to(out: np.ndarray, expected: np.ndarray) -> int | None:
         return None
     if not np.any(o):  # all zeros: not a rounding, whatever the expected values
         return None
-    for digits in range(0, 13):
+    for digits in range(0, most + 1):
         if np.abs(e).max() < 10.0 ** (1 - digits):  # rounding would leave under two significant digits
             continue
         if np.array_equal(np.round(o, digits), o) and not np.array_equal(np.round(e, digits), e):

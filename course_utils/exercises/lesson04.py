@@ -20,6 +20,7 @@ from .core import (
     ValueExercise,
     _conversions_keep,
     _learner_line,
+    _makers_watched,
     _numpy_replaced,
     clip_variants,
     peak_memory,
@@ -102,7 +103,8 @@ def _q2_log_softmax_backward(g: np.ndarray, p: np.ndarray) -> np.ndarray:
 # "Without the Jacobian" is a structure: nothing the answer computes may be n x n. Memory shows it only on rows
 # of 32 and more, and only for what Python's allocator holds (tracemalloc cannot see PyTorch's tensors), and an
 # answer can build J on short rows only. So on every case the checker hands the answer g and p as `_Traced` arrays,
-# which report every array that NumPy computes from them (through views, `np.frombuffer` and `np.asarray` too),
+# which report every array that NumPy computes from them (through views, `np.frombuffer` and `np.asarray` too)
+# or makes with its constructors (`np.empty((n, n))`),
 # and watches every PyTorch call with a TorchFunctionMode. What escapes that watching (a nested Python list) is
 # caught by memory, on rows of 32 and more: two of them drawn afresh for each check, so that no fixed list of
 # lengths escapes it.
@@ -247,7 +249,8 @@ def _jacobian_built(function: Callable[..., Any], run: Run) -> _Big | None:
 
         return read
 
-    with (_conversions_keep(_Traced, made), _numpy_replaced(("frombuffer",), buffered), _watching_torch(sizes)):
+    with (_conversions_keep(_Traced, made), _makers_watched(made), _numpy_replaced(("frombuffer",), buffered),
+          _watching_torch(sizes)):
         try:
             run.call(*traced)
         except Exception:  # the checker's own call ran the answer: what failed here is the watching, so let it be

@@ -22,7 +22,7 @@ from .core import (
     ValueExercise,
     _conversions_keep,
     _learner_line,
-    _numpy_replaced,
+    _makers_watched,
     float32_rounding,
     peak_memory,
     starter,
@@ -362,22 +362,27 @@ class _WideRead:
 
 class _Reads:
     """What an answer did with k and v in one call: the first operation that read more than block_k keys, and
-    how many keys of k it had read before its first read of v."""
+    the most keys of k it read between two reads of v (or before the first)."""
 
     def __init__(self, block_k: int) -> None:
         self.block_k = block_k
         self.wide: _WideRead | None = None
-        self._keys_read: set[int] = set()
-        self.keys_before_values: int | None = None  # None until v is first read
+        self._keys_read: set[int] = set()  # keys of k read since the last read of v
+        self.keys_between_values = 0  # the most keys of k read with no read of v between them
 
     def note(self, rows: "_Rows", how: str, queries: int | None = None) -> None:
         if self.wide is None and rows.keys() > self.block_k:
             self.wide = _WideRead(rows.name, rows.keys(), how, queries, _learner_line())
-        if self.keys_before_values is None:
-            if rows.name == "k":
-                self._keys_read.update(np.unique(rows._ids[rows._ids >= 0]).tolist())
-            else:
-                self.keys_before_values = len(self._keys_read)
+        self.saw(rows.name, rows._ids)
+
+    def saw(self, name: str, ids: np.ndarray) -> None:
+        """Count a read of the rows `ids` of k or v, for the order of the reads: keys of k, or (v) a new stretch."""
+        if name == "k":
+            ids = np.asarray(ids)
+            self._keys_read.update(np.unique(ids[ids >= 0]).tolist())
+            self.keys_between_values = max(self.keys_between_values, len(self._keys_read))
+        else:
+            self._keys_read.clear()
 
 
 def _plain(value: Any) -> Any:
@@ -467,7 +472,8 @@ class _Rows(np.lib.mixins.NDArrayOperatorsMixin):
         return int(np.unique(ids).size)
 
     def _derived(self, a: Any, ids: Any) -> Any:
-        if not isinstance(a, np.ndarray):
+        if not isinstance(a, np.ndarray):  # a single entry leaves the watch as a number: a read of its row
+            self._reads.saw(self.name, ids)
             return a
         return _Rows(a, np.broadcast_to(ids, a.shape).copy(), self.name, self._reads)
 
@@ -580,6 +586,8 @@ class _Rows(np.lib.mixins.NDArrayOperatorsMixin):
                 return self._derived(result, self._ids)
             if name in _CONVERTING_METHODS:
                 self._reads.note(self, f"the `.{name}()` method")
+            elif name == "item":  # one entry as a number: a read of its row
+                self._reads.saw(self.name, np.asarray(self._ids.item(*_plain(args))))
             return result  # a reduction (.max(), .sum()) or a number
 
         return method
@@ -610,22 +618,6 @@ class _Rows(np.lib.mixins.NDArrayOperatorsMixin):
 
     def __deepcopy__(self, memo: dict) -> "_Rows":
         return self.__copy__()
-
-
-def _makers_watched(seen: Callable[..., None]):
-    """While the block runs, every array made by NumPy's constructors and joins is shown to `seen(array, how)`."""
-    names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack", "append")
-
-    def watching(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(original)
-        def make(*args: Any, **kwargs: Any) -> Any:
-            made = original(*args, **kwargs)
-            seen(made, f"`np.{name}`")
-            return made
-
-        return make
-
-    return _numpy_replaced(names, watching)
 
 
 def _reads_keys_in_tiles(run: Run) -> str | None:
@@ -662,14 +654,16 @@ def _reads_keys_in_tiles(run: Run) -> str | None:
             "`k[j0:j0 + block_k]` against a tile of queries, and carries each row's m, ell and acc from one "
             "tile to the next (the online softmax)"
         )
-    if wide is None and (reads.keys_before_values or 0) > block_k:
-        # One tile at a time, yet every tile of keys before any value: the row's maximum or normalizer is found
-        # over all keys first (two passes, or the scores kept in some other container), and nothing is online.
+    if wide is None and reads.keys_between_values > 2 * block_k:
+        # One tile at a time, yet many tiles of keys with no value read between them: the row's maximum or
+        # normalizer is found over all keys first (two passes, or the scores kept in some other container), and
+        # nothing is online. (Two tiles are allowed: a loop may compute the next tile's scores early.)
         return (
-            f"is right, and reads k in tiles, but it read {reads.keys_before_values} keys of k (more than one tile "
-            f"of block_k = {block_k}) before its first read of v. So it finds each row's maximum or normalizer over "
-            "many tiles first and weights the values afterwards: two passes over the keys, or their scores kept "
-            "until the end. The lesson's loop folds each tile into m, ell and acc (`acc = alpha[:, None] * acc + "
+            f"is right, and reads at most one tile of k at a time, but it read {reads.keys_between_values} keys of k "
+            f"(more than two tiles "
+            f"of block_k = {block_k}) with no read of v between them. So it finds each row's maximum or normalizer "
+            "over many tiles first and weights the values afterwards: two passes over the keys, or their scores "
+            "kept until the end. The lesson's loop folds each tile into m, ell and acc (`acc = alpha[:, None] * acc + "
             "p @ v[j0:j0 + block_k]`) before it reads the next tile of keys, rescaling by alpha when m grows"
         )
     if wide is None:
