@@ -27,7 +27,8 @@ from .experiments import (
 from .floats import ExpLimits, exp_limits
 from .gradients import attention_backward, cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
-from .plotting import COLORMAP, PALETTE, plot_exp_overflow, use_course_style
+from .tables import Table, table
+from .plotting import COLORMAP, PALETTE, describe_figure, plot_exp_overflow, use_course_style
 from .reproducibility import setup
 from .sparse import entmax15, entmax15_backward, entmax_alpha_backward, entmax_bisect, sparsemax, sparsemax_backward
 from .softmax import log_softmax, logsumexp, naive_softmax, softmax
@@ -98,6 +99,9 @@ __all__ = [
     "tiled_attention",
     "tiled_attention_backward",
     "use_course_style",
+    "describe_figure",
+    "table",
+    "Table",
     "llama4_query_scale",
     "qk_norm",
     "scalable_softmax",

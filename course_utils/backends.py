@@ -20,6 +20,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from .tables import Table
+from .tables import table as _table
+
 __all__ = [
     "BACKENDS",
     "MASK_KINDS",
@@ -35,6 +38,7 @@ __all__ = [
     "grad_of_blocked",
     "is_causal_alignment",
     "masks_sdpa_receives",
+    "outcome_grid",
     "outcome_table",
     "padded_modules_table",
     "run_sdpa",
@@ -625,19 +629,8 @@ def _short(word: Any) -> str:
     return _SHORT.get(word, word)
 
 
-def outcome_table(*tables: list[dict], field: str = "row") -> str:
-    """A text table of :func:`fully_masked_table` records: a line per (dtype, mask), a column per (device, backend).
-
-    ``UNMASKED`` stands for "as if unmasked", ``uniform`` for "uniform mean of V", ``no kernel`` for
-    a backend without a kernel for the inputs, ``refused`` for a fill ``masked_fill`` refuses.
-    `field` chooses what to show: ``"row"`` (the output) or ``"dq row"`` (the query's gradient).
-
-    Examples
-    --------
-    >>> print(outcome_table(fully_masked_table("cpu", ["float32"])[:2]))
-    dtype     mask                cpu math  cpu flash
-    float32   bool (True=attend)  zeros     zeros
-    """
+def _outcome_grid(tables: Sequence[list[dict]], field: str) -> tuple[list[str], list[list[str]]]:
+    """The header and cells shared by :func:`outcome_table` and :func:`outcome_grid`."""
     records = [r for table in tables for r in table]
     columns: list[tuple[str, str]] = []
     for r in records:
@@ -653,8 +646,45 @@ def outcome_table(*tables: list[dict], field: str = "row") -> str:
                     cells[column] = "refused"
         else:
             cells[(r["device"], r["backend"].removesuffix("(cpu)"))] = _short(r.get(field, r["row"]))
-    widths = [max(len(f"{d} {b}"), 9) + 1 for d, b in columns]
-    header = f"{'dtype':9} {'mask':19} " + "".join(f"{d + ' ' + b:{w}}" for (d, b), w in zip(columns, widths))
-    body = [f"{dt:9} {mask:19} " + "".join(f"{cells.get(c, ''):{w}}" for c, w in zip(columns, widths))
-            for (dt, mask), cells in lines.items()]
-    return "\n".join(line.rstrip() for line in [header, *body])
+    header = ["dtype", "mask", *(f"{d} {b}" for d, b in columns)]
+    body = [[dt, mask, *(cells.get(c, "") for c in columns)] for (dt, mask), cells in lines.items()]
+    return header, body
+
+
+def outcome_table(*tables: list[dict], field: str = "row") -> str:
+    """A text table of :func:`fully_masked_table` records: a line per (dtype, mask), a column per (device, backend).
+
+    ``UNMASKED`` stands for "as if unmasked", ``uniform`` for "uniform mean of V", ``no kernel`` for
+    a backend without a kernel for the inputs, ``refused`` for a fill ``masked_fill`` refuses.
+    `field` chooses what to show: ``"row"`` (the output) or ``"dq row"`` (the query's gradient).
+    :func:`outcome_grid` gives the same cells as a table a screen reader can read.
+
+    Examples
+    --------
+    >>> print(outcome_table(fully_masked_table("cpu", ["float32"])[:2]))
+    dtype     mask                cpu math  cpu flash
+    float32   bool (True=attend)  zeros     zeros
+    """
+    header, body = _outcome_grid(tables, field)
+    widths = [max(len(h), 9) + 1 for h in header[2:]]
+
+    def line(cells: Sequence[str]) -> str:
+        return (f"{cells[0]:9} {cells[1]:19} " + "".join(f"{c:{w}}" for c, w in zip(cells[2:], widths))).rstrip()
+
+    return "\n".join([line(header), *(line(row) for row in body)])
+
+
+def outcome_grid(*tables: list[dict], field: str = "row", caption: str | None = None) -> Table:
+    """The cells of :func:`outcome_table` as a :func:`course_utils.tables.table`, with `caption`.
+
+    In Jupyter it shows as an HTML table with header cells, which a screen reader reads cell by cell;
+    ``print`` shows it as aligned text.
+
+    Examples
+    --------
+    >>> grid = outcome_grid(fully_masked_table("cpu", ["float32"])[:2], caption="An empty query row on this CPU")
+    >>> grid.header, grid.rows
+    (('dtype', 'mask', 'cpu math', 'cpu flash'), (('float32', 'bool (True=attend)', 'zeros', 'zeros'),))
+    """
+    header, body = _outcome_grid(tables, field)
+    return _table(body, header, caption=caption)

@@ -26,9 +26,14 @@ from typing import Any, Mapping
 __all__ = [
     "METADATA_KEY",
     "Lesson",
+    "PATHS",
+    "calibration_markdown",
     "course_map_markdown",
+    "paths_markdown",
     "header_markdown",
     "learner_minutes",
+    "lesson_counts",
+    "optional_minutes",
     "read_course",
     "read_lesson",
 ]
@@ -38,41 +43,143 @@ _FIELDS = ("lesson", "title", "minutes", "objectives", "prerequisites")
 #: A lesson notebook's file name: its lesson number, an optional part letter, then "_".
 LESSON_FILE = re.compile(r"^(\d\d[a-z]?)_.*\.ipynb$")
 
-#: The pace of a learner, calibrated on what learners took for lessons 02, 05, 06 and 07
-#: as they stood in November 2026 (about 90, 100-120, 100-120 and 120-150 minutes; the
-#: formula gave 78, 120, 120 and 138): technical prose with formulas is read at about 80
-#: words a minute, a code cell is read, run and its output looked at in about a minute,
-#: and an exercise takes about five.
-WORDS_PER_MINUTE = 80
-MINUTES_PER_CODE_CELL = 1.0
-MINUTES_PER_EXERCISE = 5.0
+#: The minutes model, in one place: what a learner who does every exercise spends on each thing a lesson holds.
+#: Calibrated (course_utils/data/minutes_readings.json) on expert readings of every notebook made in November 2026
+#: by readers who did each exercise, a first wrong attempt included: the README's "Minutes are computed" compares
+#: them. Prose with formulas is read at 75 words a minute, with the discussion at the end; a display equation asks
+#: for a minute and a half more; a code cell, read and run, half a minute (its output is read as prose, or
+#: studied as a figure or table); a figure, slider picture or table, a minute and a half; an exercise, by its
+#: kind, as the readers timed them with a first wrong attempt.
+RATES: dict[str, float] = {
+    "words": 1 / 75,
+    "equations": 1.5,
+    "code cells": 0.5,
+    "figures and tables": 1.5,
+    "predict a value": 3.0,
+    "write a line": 6.0,
+    "write a function": 9.0,
+    "write a loop": 25.0,
+}
+#: The longest a lesson may take, honestly read, doing its exercises (issue 36): longer lessons mark parts optional.
+MAX_MINUTES = 75
+#: The tag of a cell a learner may skip on a first pass (an optional section): counted apart, as optional minutes.
+OPTIONAL = "optional"
 
 
-def learner_minutes(notebook: Mapping[str, Any], n_exercises: int | None = None) -> int:
-    """Real learner time for a notebook, rounded up to a multiple of 5 minutes.
+def exercise_kind(exercise: Any) -> str:
+    """The kind of an exercise, for the minutes model: what its model solution asks the learner to write.
 
-    ``words / 80 + 1 * code cells + 5 * exercises``, where words counts every
-    Markdown cell but the generated header (the first cell), code cells the
-    non-empty ones, and exercises those of the lesson's exercise module (or
-    `n_exercises`, if given).
+    A value exercise asks for a prediction; a function exercise whose solution has a ``for`` or ``while`` loop
+    asks for a loop, one of at most two lines of body asks for a line, any other for a function.
 
     Examples
     --------
-    >>> cell = lambda kind, text: {"cell_type": kind, "source": text}
-    >>> nb = {"cells": [cell("markdown", "# header"), cell("markdown", "word " * 800), cell("code", "x = 1")]}
-    >>> learner_minutes(nb, n_exercises=1)  # 10 + 1 + 5 = 16, rounded up
-    20
+    >>> from course_utils import exercises
+    >>> [exercise_kind(ex) for ex in vars(exercises.load("07")).values()]
+    ['write a function', 'write a loop', 'predict a value']
     """
-    cells = notebook["cells"]
-    words = sum(len("".join(c["source"]).split()) for c in cells[1:] if c["cell_type"] == "markdown")
-    code = sum(1 for c in cells if c["cell_type"] == "code" and "".join(c["source"]).strip())
-    if n_exercises is None:
-        from . import exercises
+    from .exercises.core import FunctionExercise
 
-        lesson = str(notebook.get("metadata", {}).get(METADATA_KEY, {}).get("lesson", ""))
-        n_exercises = len(vars(exercises.load(lesson))) if lesson in exercises.LESSONS else 0
-    raw = words / WORDS_PER_MINUTE + MINUTES_PER_CODE_CELL * code + MINUTES_PER_EXERCISE * n_exercises
-    return max(5, 5 * math.ceil(raw / 5 - 1e-9))
+    if not isinstance(exercise, FunctionExercise):
+        return "predict a value"
+    found = re.search(r"```python\n(.*?)```", exercise._solution or "", re.S)
+    code = found.group(1) if found else ""
+    if re.search(r"^\s*(for|while) ", code, re.M):
+        return "write a loop"
+    body = [line for line in code.splitlines()
+            if line.strip() and not line.strip().startswith(("def ", "#", '"""', "import ", "from "))]
+    return "write a line" if len(body) <= 2 else "write a function"
+
+
+def _is_optional(cell: Mapping[str, Any]) -> bool:
+    return OPTIONAL in cell.get("metadata", {}).get("tags", [])
+
+
+def lesson_counts(notebook: Mapping[str, Any], *, optional: bool = False,
+                  exercise_kinds: Mapping[str, int] | None = None) -> dict[str, int]:
+    """What the minutes model counts in a notebook: its required cells, or with ``optional=True`` its optional ones.
+
+    Words count every Markdown cell but the generated header (display equations left out); equations, the
+    ``$$ ... $$`` blocks; figures and tables, every picture in the outputs, every HTML table in them and every
+    Markdown table; exercises, those of the lesson's exercise module by :func:`exercise_kind` (or
+    `exercise_kinds`), all in the required part.
+
+    Examples
+    --------
+    >>> cell = lambda kind, text: {"cell_type": kind, "source": text, "metadata": {}}
+    >>> nb = {"cells": [cell("markdown", "# header"), cell("markdown", "two words $$x$$"), cell("code", "x = 1")]}
+    >>> lesson_counts(nb, exercise_kinds={"write a line": 1})["words"], lesson_counts(nb)["equations"]
+    (2, 1)
+    """
+    counts = dict.fromkeys(RATES, 0)
+    for index, cell in enumerate(notebook["cells"]):
+        if _is_optional(cell) != optional:
+            continue
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "markdown" and index > 0:
+            counts["equations"] += len(re.findall(r"\$\$.*?\$\$", source, re.S))
+            counts["words"] += len(re.sub(r"\$\$.*?\$\$", " ", source, flags=re.S).split())
+            counts["figures and tables"] += len(re.findall(r"^\|[ :|-]*-[ :|-]*\|\s*$", source, re.M))
+        elif cell["cell_type"] == "code" and source.strip():
+            counts["code cells"] += 1
+            for output in cell.get("outputs", []):
+                data = output.get("data", {})
+                counts["figures and tables"] += ("image/png" in data) + ("<table" in "".join(data.get("text/html", "")))
+    if not optional:
+        if exercise_kinds is None:
+            from . import exercises
+
+            lesson = str(notebook.get("metadata", {}).get(METADATA_KEY, {}).get("lesson", ""))
+            found = vars(exercises.load(lesson)).values() if lesson in exercises.LESSONS else ()
+            exercise_kinds = {}
+            for exercise in found:
+                kind = exercise_kind(exercise)
+                exercise_kinds[kind] = exercise_kinds.get(kind, 0) + 1
+        for kind, n in exercise_kinds.items():
+            if kind not in RATES:
+                raise ValueError(f"exercise_kinds names an unknown kind {kind!r}; the kinds are those of RATES")
+            counts[kind] += n
+    return counts
+
+
+def _rounded_up(minutes: float) -> int:
+    return max(5, 5 * math.ceil(minutes / 5 - 1e-9))
+
+
+def learner_minutes(notebook: Mapping[str, Any], exercise_kinds: Mapping[str, int] | None = None) -> int:
+    """Minutes a learner takes over a notebook's required part, doing its exercises: rounded up to 5.
+
+    The sum over :func:`lesson_counts` of each count times its rate in :data:`RATES`.
+
+    Examples
+    --------
+    >>> cell = lambda kind, text, tags=(): {"cell_type": kind, "source": text, "metadata": {"tags": list(tags)}}
+    >>> nb = {"cells": [cell("markdown", "# header"), cell("markdown", "word " * 800), cell("code", "x = 1"),
+    ...                 cell("markdown", "more " * 800, ["optional"])]}
+    >>> learner_minutes(nb, exercise_kinds={"write a function": 1})  # 800 / 75 + 0.5 + 9 = 20.2, rounded up
+    25
+    """
+    counts = lesson_counts(notebook, exercise_kinds=exercise_kinds)
+    return _rounded_up(sum(RATES[name] * n for name, n in counts.items()))
+
+
+def model_minutes(notebook: Mapping[str, Any], *, optional: bool = False) -> float:
+    """The model's minutes for a notebook's required part (or its optional one), not rounded."""
+    return sum(RATES[name] * n for name, n in lesson_counts(notebook, optional=optional).items())
+
+
+def optional_minutes(notebook: Mapping[str, Any]) -> int:
+    """Minutes of the notebook's optional parts (cells tagged ``optional``), rounded up to 5; 0 if it has none.
+
+    Examples
+    --------
+    >>> cell = lambda kind, text, tags=(): {"cell_type": kind, "source": text, "metadata": {"tags": list(tags)}}
+    >>> optional_minutes({"cells": [cell("markdown", "# header"), cell("markdown", "more " * 800, ["optional"])]})
+    15
+    """
+    if not any(lesson_counts(notebook, optional=True).values()):
+        return 0
+    return _rounded_up(model_minutes(notebook, optional=True))
 
 
 @dataclass(frozen=True)
@@ -87,6 +194,7 @@ class Lesson:
     requires: tuple[str, ...] = ()
     path: Path | None = None
     page: bool = False  # a page of the course that is not a lesson: `lesson` holds its file's stem
+    optional_minutes: int = 0  # of the parts a learner may skip on a first pass (cells tagged "optional")
 
     @classmethod
     def from_metadata(cls, record: Mapping[str, Any], path: Path | None = None) -> "Lesson":
@@ -110,10 +218,14 @@ class Lesson:
         requires = tuple(str(r) for r in record.get("requires", ()))
         if not page and any(r >= name for r in requires):
             raise ValueError(f"requires{where} may only name earlier lessons; got {list(requires)}")
+        optional = record.get("optional_minutes", 0)
+        if not isinstance(optional, int) or optional < 0:
+            raise ValueError(f"optional_minutes{where} must be an int >= 0; got {optional!r}")
         return cls(
             lesson=name,
             title=str(record["title"]),
             minutes=minutes,
+            optional_minutes=optional,
             objectives=tuple(record["objectives"]),
             prerequisites=tuple(record["prerequisites"]),
             requires=requires,
@@ -179,7 +291,8 @@ def header_markdown(lesson: Lesson, course: Mapping[str, Lesson] | None = None) 
     lines = [
         f"# {lesson.title}" if lesson.page else f"# Lesson {lesson.lesson} · {lesson.title}",
         "",
-        f"**Estimated time:** {lesson.minutes} minutes",
+        f"**Estimated time:** {lesson.minutes} minutes" + (
+            f", and {lesson.optional_minutes} more for the parts marked *(optional)*" if lesson.optional_minutes else ""),
         "",
         "**On this page you can:**" if lesson.page else "**By the end of this lesson you can:**",
         *[f"- {item}" for item in lesson.objectives],
@@ -216,7 +329,92 @@ def course_map_markdown(course: Mapping[str, Lesson], folder: str = "", *, objec
     for lesson in course.values():
         listed = "<br>".join(f"• {o}" for o in lesson.objectives) if len(lesson.objectives) > 1 else lesson.objectives[0]
         first = ", ".join(lesson.requires) if lesson.requires else "(none)"
-        cells = [lesson.link_from(folder), str(lesson.minutes), *([listed] if objectives else []), first]
+        minutes = f"{lesson.minutes} (+{lesson.optional_minutes} optional)" if lesson.optional_minutes else str(lesson.minutes)
+        cells = [lesson.link_from(folder), minutes, *([listed] if objectives else []), first]
         rows.append("| " + " | ".join(cells) + " |")
     total = sum(lesson.minutes for lesson in course.values())
-    return "\n".join(rows) + f"\n\n**Total: {total} minutes** (about {total / 60:.1f} hours)."
+    extra = sum(lesson.optional_minutes for lesson in course.values())
+    more = f", and {extra} minutes of optional parts" if extra else ""
+    return "\n".join(rows) + f"\n\n**Total: {total} minutes** (about {total / 60:.1f} hours){more}."
+
+
+#: Routes through the course: the core, which a learner can stop after with a whole story, and deeper routes an
+#: instructor can pick as modules. Each: its name, what it is for, and its lessons in order.
+PATHS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("The core", "softmax, its stable form, the √d_k scale, its gradients, masking and attention, sparsemax",
+     ("01", "02", "03", "04", "05", "06")),
+    ("Attention on real hardware", "masks in PyTorch's modules and GPU backends, the tiled FlashAttention loop, "
+     "its backward pass and decoding, and what a GPU measures", ("05b", "05c", "07", "07b", "07c")),
+    ("Training", "whether the scale matters when a model learns, with Adam, learning rates and QK-norm",
+     ("08", "08b")),
+    ("The frontier", "learned sparsity, sinks, gates and sigmoid attention, long context and logit growth",
+     ("06b", "09", "09b")),
+)
+
+
+def paths_markdown(course: Mapping[str, Lesson], folder: str = "") -> str:
+    """A Markdown table of the routes of :data:`PATHS`: lessons, what to do first and minutes, from the records.
+
+    "Do first" lists the lessons the route's lessons require that are not in it (the whole core, if it is that).
+
+    Examples
+    --------
+    >>> lesson = lambda n, req=(): Lesson(n, "T" + n, 30, ("x",), ("y",), req, Path(f"{n}_t.ipynb"))
+    >>> course = {n: lesson(n) for n in ("01", "02", "03", "04", "05", "06")}
+    >>> course |= {"05b": lesson("05b", ("05",)), "05c": lesson("05c", ("05b",)), "07": lesson("07", ("05",)),
+    ...            "07b": lesson("07b", ("07",)), "07c": lesson("07c", ("07b",)), "08": lesson("08", ("04",)),
+    ...            "08b": lesson("08b", ("08",)), "06b": lesson("06b", ("06",)), "09": lesson("09", ("07",)),
+    ...            "09b": lesson("09b", ("08b", "09"))}
+    >>> print(paths_markdown(course).splitlines()[2])
+    | **The core**: softmax, its stable form, the √d_k scale, its gradients, masking and attention, sparsemax | [01](01_t.ipynb), [02](02_t.ipynb), [03](03_t.ipynb), [04](04_t.ipynb), [05](05_t.ipynb), [06](06_t.ipynb) | lesson 00 | 180 |
+    """
+    core = set(PATHS[0][2])
+    rows = ["| Route | Lessons | Do first | Minutes |", "|---|---|---|---|"]
+    for name, what, lessons in PATHS:
+        missing = [n for n in lessons if n not in course]
+        if missing:
+            raise ValueError(f"PATHS names lessons the course does not have: {missing}")
+        needed = sorted({r for n in lessons for r in course[n].requires} - set(lessons))
+        outside = [r for r in needed if r not in core]
+        first = (["the core"] if needed and any(r in core for r in needed) else []) + outside
+        minutes = sum(course[n].minutes for n in lessons)
+        extra = sum(course[n].optional_minutes for n in lessons)
+        shown = f"{minutes} (+{extra} optional)" if extra else str(minutes)
+        links = ", ".join(f"[{n}]({folder}{course[n].path.name})" if course[n].path else n for n in lessons)
+        rows.append(f"| **{name}**: {what} | {links} | {', '.join(first) or 'lesson 00'} | {shown} |")
+    return "\n".join(rows)
+
+
+#: The expert readings the model is calibrated on (see its "what").
+READINGS = Path(__file__).parent / "data" / "minutes_readings.json"
+#: How far from a reading the model may be, as a fraction of it (issue 36).
+CALIBRATION = 0.15
+
+
+def calibration_markdown(directory: str | Path, readings: str | Path = READINGS) -> str:
+    """A Markdown table of each notebook's expert reading against the model's minutes for the whole notebook.
+
+    The model counts the whole notebook, optional parts included, as the readers read it; each row gives the
+    difference as a share of the reading, and the last line says for how many the model is within
+    :data:`CALIBRATION` of it, naming the others.
+    """
+    recorded = {r["lesson"]: r for r in json.loads(Path(readings).read_text(encoding="utf-8"))["readings"]}
+    rows = ["| Notebook | Expert reading (min) | Model (min) | Difference |", "|---|---|---|---|"]
+    outside = []
+    for path in sorted(Path(directory).glob("*.ipynb")):
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        record = nb.get("metadata", {}).get(METADATA_KEY, {})
+        key = str(record.get("lesson", record.get("page", "")))
+        if key not in recorded:
+            continue
+        read = recorded[key]["minutes"]
+        model = model_minutes(nb) + model_minutes(nb, optional=True)
+        share = (model - read) / read
+        if abs(share) > CALIBRATION:
+            outside.append(f"{key} ({share:+.0%})")
+        low, high = recorded[key].get("range", (read, read))
+        rows.append(f"| {path.name} | {read} ({low}-{high}) | {model:.0f} | {share:+.0%} |")
+    n = len(rows) - 2
+    line = (f"The model is within ±{CALIBRATION:.0%} of the reading for {n - len(outside)} of {n} notebooks"
+            + (f"; not for {', '.join(outside)}." if outside else "."))
+    return "\n".join(rows) + "\n\n" + line

@@ -9,7 +9,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from ._validation import check_int
-from .plotting import use_course_style
+from .plotting import use_course_style, use_figure_text
 
 __all__ = ["setup", "use_hosted_widgets", "TESTED_TORCH"]
 
@@ -26,7 +26,8 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
     threads (float32 reductions can round differently with a different
     number of threads, and timings compare fairly only on equal threads);
     prints arrays with 4
-    decimals; applies the course's figure style; switches on the widget
+    decimals; applies the course's figure style and shows each figure's text alternative
+    (:func:`~course_utils.plotting.use_figure_text`); switches on the widget
     manager of a hosted notebook where there is one (:func:`use_hosted_widgets`);
     and says in one line when PyTorch is older than :data:`TESTED_TORCH`.
 
@@ -74,6 +75,7 @@ def setup(seed: int = 0, *, threads: int = 1) -> np.random.Generator:
     import matplotlib.pyplot  # noqa: F401  (activates the inline backend before styling)
 
     use_course_style()
+    use_figure_text()
     use_hosted_widgets()
     return np.random.default_rng(seed)
 

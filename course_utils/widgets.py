@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import io
 from typing import Any, Callable, Mapping, Sequence
 
@@ -16,13 +17,14 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from numpy.typing import ArrayLike, DTypeLike
+from traitlets import Unicode
 
 from ._validation import as_real_array, check_int, check_positive_finite
 from .attention import causal_mask, padding_mask, scaled_dot_product_attention
 from .experiments import sample_scores
 from .floats import exp_limits
 from .gradients import softmax_jacobian
-from .plotting import COLORMAP, INK, PALETTE
+from .plotting import COLORMAP, INK, PALETTE, figure_html
 from .softmax import naive_softmax, softmax
 from .sparse import entmax15, entmax_bisect, sparsemax
 
@@ -40,8 +42,57 @@ __all__ = [
 ]
 
 
+def _readout(slider: widgets.ValueWidget) -> str:
+    """The slider's value as its readout shows it: a SelectionSlider's label, otherwise its ``readout_format``.
+
+    The readout formats used here (".2f", ".1f", ".0f", "d") mean the same in Python as in d3-format, which
+    the browser uses.
+
+    Examples
+    --------
+    >>> _readout(widgets.FloatLogSlider(value=10**0.05, min=-2, max=2, readout_format=".2f"))
+    '1.12'
+    >>> _readout(widgets.SelectionSlider(options=[16, 32, 64], value=64))
+    '64'
+    >>> _readout(widgets.IntSlider(value=3))
+    '3'
+    """
+    if isinstance(slider, widgets.SelectionSlider):
+        return str(slider.label)
+    try:
+        return format(slider.value, getattr(slider, "readout_format", ""))
+    except (TypeError, ValueError):
+        return str(slider.value)
+
+
+def _live_html(text: str) -> str:
+    """The value of an explorer's live region: `text` in a polite, atomic status region.
+
+    Examples
+    --------
+    >>> _live_html("At T = 1, 0.09 < 0.24")
+    '<div role="status" aria-live="polite" aria-atomic="true" style="line-height: 1.4">At T = 1, 0.09 &lt; 0.24</div>'
+    """
+    return (f'<div role="status" aria-live="polite" aria-atomic="true" style="line-height: 1.4">'
+            f'{html.escape(text, quote=False)}</div>')
+
+
+class _NamedImage(widgets.Image):
+    """An ``ipywidgets.Image`` whose ``tooltip`` becomes its ``<img>``'s ``title``: the picture's accessible name.
+
+    ipywidgets 8 gives ``Image`` no ``alt``. Its view is an ``<img>``, and the base view's ``updateTooltip``
+    copies ``tooltip`` into the element's ``title``, which browsers take as an image's name when it has no
+    ``alt`` (HTML-AAM), but only after testing ``model.get('description').length === 0``
+    (@jupyter-widgets/base, src/widget.ts, ``DOMWidgetView.updateTooltip``). The Image model has no
+    ``description``, so with a tooltip that test would throw in the browser. This subclass syncs an always empty
+    ``description``: the same model and view, nothing added in JavaScript.
+    """
+
+    description = Unicode("", help="Always empty: the browser's tooltip code reads its length.").tag(sync=True)
+
+
 class _Explorer(widgets.VBox):
-    """Sliders above one figure that each slider move redraws in place; it also carries a still PNG of its first frame.
+    """Sliders above one figure that each move redraws in place and puts in words; it carries a still of the first.
 
     Every explorer in this module returns one. The figure is a
     ``matplotlib.figure.Figure`` outside pyplot, so nothing shows it but the
@@ -58,12 +109,21 @@ class _Explorer(widgets.VBox):
     that a frame does not return again are removed. A frame that changes
     the limits of an axes renders the background anew.
 
-    Displayed, its bundle holds three views: the live widget
+    Each frame is also put in words (WCAG 2.1, 1.1.1 and 4.1.3): `describe`
+    writes one sentence from what the frame drew, with the sliders' values
+    as their readouts show them first. The sentence is the picture's
+    accessible name (the ``title`` of its ``<img>``, see `_NamedImage`) and
+    the text of a live region under it (``role="status"``), which screen
+    readers announce when a slider moves.
+
+    Displayed, its bundle holds four views: the live widget
     (``application/vnd.jupyter.widget-view+json``, which JupyterLab,
-    Notebook and VS Code show when a kernel runs it), ``image/png`` (the
-    still, which readers without a kernel show instead: GitHub, nbviewer,
-    ``jupyter nbconvert``, JupyterLab on a notebook it does not trust) and a
-    one-line ``text/plain``.
+    Notebook and VS Code show when a kernel runs it), the still for readers
+    without a kernel (GitHub, nbviewer, ``jupyter nbconvert``, JupyterLab on
+    a notebook it does not trust) twice, as ``text/html`` (an ``<img>`` with
+    the first frame's sentence as its ``alt``, which JupyterLab and
+    nbconvert prefer) and as ``image/png`` (with that sentence as ``alt`` in
+    its metadata), and a one-line ``text/plain``.
 
     Parameters
     ----------
@@ -72,6 +132,10 @@ class _Explorer(widgets.VBox):
         returns ``frame``, a function of the sliders' values, by keyword.
     figsize : (float, float)
         The figure's size in inches.
+    describe : callable, optional
+        ``describe(result, **readouts)``: the sentence for a frame, from its
+        result and each slider's readout (a str, by the slider's keyword).
+        By default the readouts and the figure's titles.
     **sliders
         One widget per keyword argument of ``frame``; a slider without a
         description is labelled with its argument's name.
@@ -81,11 +145,17 @@ class _Explorer(widgets.VBox):
     figure : matplotlib.figure.Figure
         The figure every frame is drawn into.
     image : ipywidgets.Image
-        The widget that shows the frame, as PNG.
+        The widget that shows the frame, as PNG; its ``tooltip`` is `text`.
+    live : ipywidgets.HTML
+        The live region under the picture; it shows `text`.
     result
         What the last frame returned as its result.
+    text : str
+        The sentence for the last frame.
     still : bytes
         The PNG of the first frame.
+    still_text : str
+        The sentence for the first frame: the still's ``alt``.
     blit : bool
         True (the default, a class attribute): each frame is drawn on the
         kept background, as above. False: each frame renders the whole figure
@@ -102,20 +172,27 @@ class _Explorer(widgets.VBox):
     ...     def frame(n):
     ...         return n, list(ax.bar(range(n), 1.0))
     ...     return frame
-    >>> explorer = _Explorer(build, figsize=(3.0, 2.0), n=widgets.IntSlider(value=3, min=1, max=5))
-    >>> explorer.still[:8] == b"\\x89PNG\\r\\n\\x1a\\n", explorer.result
-    (True, 3)
-    >>> explorer.children[0].value = 5  # a new frame; the still stays the first one
+    >>> def describe(n_bars, n):
+    ...     return f"At n = {n}, {n_bars} bars of height 1."
+    >>> slider = widgets.IntSlider(value=3, min=1, max=5)
+    >>> explorer = _Explorer(build, figsize=(3.0, 2.0), describe=describe, n=slider)
+    >>> explorer.still[:8] == b"\\x89PNG\\r\\n\\x1a\\n", explorer.result, explorer.text
+    (True, 3, 'At n = 3, 3 bars of height 1.')
+    >>> explorer.children[0].value = 5  # a new frame and sentence; the still stays the first one
     >>> explorer.result, len(explorer.figure.axes[0].patches), explorer.image.value == explorer.still
     (5, 5, False)
-    >>> explorer._repr_mimebundle_()["text/plain"]
-    'explorer with slider n: run the notebook to move it'
+    >>> explorer.image.tooltip, explorer.still_text
+    ('At n = 5, 5 bars of height 1.', 'At n = 3, 3 bars of height 1.')
+    >>> data, metadata = explorer._repr_mimebundle_()
+    >>> data["text/plain"], metadata
+    ('explorer with slider n: run the notebook to move it', {'image/png': {'alt': 'At n = 3, 3 bars of height 1.'}})
     """
 
     blit: bool = True
 
     def __init__(self, build: Callable[[Figure], Callable[..., tuple[Any, list[Artist]]]], *,
-                 figsize: tuple[float, float], **sliders: widgets.ValueWidget) -> None:
+                 figsize: tuple[float, float], describe: Callable[..., str] | None = None,
+                 **sliders: widgets.ValueWidget) -> None:
         self._sliders = sliders
         for name, slider in sliders.items():
             slider.description = slider.description or name
@@ -127,24 +204,35 @@ class _Explorer(widgets.VBox):
         self.figure = Figure(figsize=figsize, layout="constrained")
         FigureCanvasAgg(self.figure)
         self._frame = build(self.figure)
+        self._describe = describe or self._titles
         self._shown: list[Artist] = []
         self._background: Any = None
         self.result: Any = None
+        self.text = ""
         # At its natural size: a picture stretched to the page's width looks larger than every other figure.
         width = f"{round(self.figure.bbox.width)}px"
-        self.image = widgets.Image(format="png", layout=widgets.Layout(width=width, max_width="100%"))
-        super().__init__([*sliders.values(), self.image])
+        self.image = _NamedImage(format="png", layout=widgets.Layout(width=width, max_width="100%"))
+        self.live = widgets.HTML(layout=widgets.Layout(width=width, max_width="100%"))
+        super().__init__([*sliders.values(), self.image, self.live])
         self.add_class("widget-interact")
         self.update()
         self.still: bytes = bytes(self.image.value)
+        self.still_text: str = self.text
         for slider in sliders.values():
             slider.observe(self.update, names="value")
 
     def _limits(self) -> list[tuple[float, ...]]:
         return [(*ax.get_xlim(), *ax.get_ylim()) for ax in self.figure.axes]
 
+    def _titles(self, result: Any, **readouts: str) -> str:
+        """The default sentence: the sliders' readouts, then the figure's titles."""
+        values = _join([f"{name} = {text}" for name, text in readouts.items()])
+        suptitle = self.figure.get_suptitle()
+        titles = [title for title in [suptitle, *(ax.get_title() for ax in self.figure.axes)] if title.strip()]
+        return f"At {values}, the figure shows " + ("; ".join(titles) or "no title") + "."
+
     def update(self, *_: Any) -> None:
-        """Draw the frame for the sliders' current values and show it."""
+        """Draw the frame for the sliders' current values, show it and say what it shows."""
         figure, canvas = self.figure, self.figure.canvas
         limits = self._limits()
         self.result, artists = self._frame(**{name: slider.value for name, slider in self._sliders.items()})
@@ -169,14 +257,71 @@ class _Explorer(widgets.VBox):
             figure.draw_artist(artist)
         buffer = io.BytesIO()  # compressed lightly: at the default level, encoding costs more than drawing
         PIL.Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
-        self.image.value = buffer.getvalue()
+        self.text = self._describe(self.result, **{name: _readout(slider) for name, slider in self._sliders.items()})
+        with self.image.hold_sync():  # the picture and its name in one message
+            self.image.value = buffer.getvalue()
+            self.image.tooltip = self.text
+        self.live.value = _live_html(self.text)
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+    def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         data = super()._repr_mimebundle_(**kwargs)
         names = ", ".join(slider.description for slider in self._sliders.values())
         data["text/plain"] = f"explorer with slider {names}: run the notebook to move it"
-        data["image/png"] = base64.b64encode(self.still).decode("ascii")
-        return data
+        png = base64.b64encode(self.still).decode("ascii")
+        data["text/html"] = figure_html(png, self.still_text)
+        data["image/png"] = png
+        return data, {"image/png": {"alt": self.still_text}}
+
+
+def _join(parts: Sequence[str]) -> str:
+    """Words joined as in a sentence.
+
+    Examples
+    --------
+    >>> _join(["a"]), _join(["a", "b"]), _join(["a", "b", "c"])
+    ('a', 'a and b', 'a, b and c')
+    """
+    parts = list(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
+
+
+def _span(indices: Sequence[int]) -> str:
+    """Positions in words, runs of consecutive ones as ranges.
+
+    Examples
+    --------
+    >>> _span([0, 1, 2, 3, 4]), _span([2]), _span([0, 1, 5])
+    ('0 to 4', '2', '0 to 1 and 5')
+    """
+    runs: list[list[int]] = []
+    for i in map(int, indices):
+        if runs and i == runs[-1][-1] + 1:
+            runs[-1].append(i)
+        else:
+            runs.append([i])
+    return _join([f"{run[0]} to {run[-1]}" if len(run) > 1 else f"{run[0]}" for run in runs])
+
+
+def _keys(n: int) -> str:
+    return f"{n:,} key" if n == 1 else f"{n:,} keys"
+
+
+def _row_text(names: Sequence[str], texts: Sequence[str], weights: np.ndarray, limit: int = 8) -> str:
+    """A row's weights by name, as they are labelled: every one up to `limit` keys, else the three largest.
+
+    Examples
+    --------
+    >>> _row_text(["a", "b"], ["0.269", "0.731"], np.array([0.269, 0.731]))
+    'a: 0.269 and b: 0.731'
+    >>> _row_text(list("abcdefghij"), ["0.100"] * 9 + ["0.100"], np.full(10, 0.1), limit=4)
+    'a: 0.100, b: 0.100 and c: 0.100 (the three largest; the other 7 keys 0.700 together)'
+    """
+    if len(names) <= limit:
+        return _join([f"{name}: {text}" for name, text in zip(names, texts)])
+    top = np.argsort(-weights, kind="stable")[:3]
+    rest = float(weights.sum() - weights[top].sum())
+    return (_join([f"{names[i]}: {texts[i]}" for i in top])
+            + f" (the three largest; the other {_keys(len(names) - 3)} {rest:.3f} together)")
 
 
 def _row_and_labels(scores: ArrayLike, labels: Sequence[str] | None) -> tuple[np.ndarray, list[str]]:
@@ -218,8 +363,9 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatLogSlider`` from T = 0.01 to 100) and its ``result`` holds the
-        weights last drawn.
+        ``FloatLogSlider`` from T = 0.01 to 100, 20 arrow-key steps of a
+        factor 10^0.2 ≈ 1.58, through 0.1, 1 and 10), its ``result`` holds the
+        weights last drawn and its ``text`` says them in words.
 
     Raises
     ------
@@ -248,10 +394,16 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
 
         return frame
 
+    def describe(weights: np.ndarray, temperature: str) -> str:
+        top = int(np.argmax(weights))
+        return (f"At T = {temperature}, softmax(scores / T) gives the {_keys(row.size)} the weights "
+                f"{_row_text(names, [f'{w:.3f}' for w in weights], weights)}; the largest, on {names[top]}, "
+                f"holds {weights[top]:.0%} of the attention (an even split would give each {1 / row.size:.0%}).")
+
     slider = widgets.FloatLogSlider(
-        value=1.0, base=10, min=-2, max=2, step=0.01, description="T", readout_format=".2f", continuous_update=True
+        value=1.0, base=10, min=-2, max=2, step=0.2, description="T", readout_format=".2f", continuous_update=True
     )
-    return _Explorer(build, figsize=(5.6, 3.0), temperature=slider)
+    return _Explorer(build, figsize=(5.6, 3.0), describe=describe, temperature=slider)
 
 
 def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explorer:
@@ -280,7 +432,9 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explo
         ``SelectionSlider`` over d_k = 1, 2, 4, ..., 1024, starting at 64) and
         its ``result`` is a dict with the row last drawn: ``"d_k"``,
         ``"scores"`` (the raw scores of the row), ``"raw"`` (their softmax)
-        and ``"scaled"`` (the softmax of ``scores / sqrt(d_k)``).
+        and ``"scaled"`` (the softmax of ``scores / sqrt(d_k)``), and the
+        standard deviations of all the scores in the histogram, ``"raw_std"``
+        and ``"scaled_std"``. Its ``text`` says what they show in words.
 
     Raises
     ------
@@ -323,7 +477,8 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explo
         def frame(d_k: int) -> tuple[dict[str, object], list[Artist]]:
             raw = sample(d_k)
             scaled = raw / np.sqrt(d_k)
-            row = {"d_k": d_k, "scores": raw[0], "raw": softmax(raw[0]), "scaled": softmax(scaled[0])}
+            row = {"d_k": d_k, "scores": raw[0], "raw": softmax(raw[0]), "scaled": softmax(scaled[0]),
+                   "raw_std": float(raw.std()), "scaled_std": float(scaled.std())}
             shown: list[Artist] = []
             for scores, colour in ((raw, PALETTE[0]), (scaled, PALETTE[1])):
                 counts = np.histogram(scores, bins=bins)[0]
@@ -337,8 +492,16 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explo
 
         return frame
 
+    def describe(row: dict[str, Any], d_k: str) -> str:
+        raw, scaled = row["raw"], row["scaled"]
+        return (f"At d_k = {d_k}, the histogram shows the {n_r * n_k:,} raw scores q·k spread with standard "
+                f"deviation {row['raw_std']:.1f} (√d_k = {np.sqrt(row['d_k']):.1f}) and the scaled scores q·k / √d_k "
+                f"with {row['scaled_std']:.2f}. In the one row drawn ({_keys(n_k)}, an even split {1 / n_k:.3f} each), "
+                f"the softmax of the raw scores gives its top key {raw.max():.3f}, that of the scaled scores "
+                f"{scaled.max():.3f}.")
+
     slider = widgets.SelectionSlider(options=options, value=64, description="d_k", continuous_update=True)
-    return _Explorer(build, figsize=(10.0, 3.4), d_k=slider)
+    return _Explorer(build, figsize=(10.0, 3.4), describe=describe, d_k=slider)
 
 
 def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> _Explorer:
@@ -355,10 +518,10 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> _E
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatSlider`` from α = 1 to 3 in steps of 0.05, starting at 1) and its
-        ``result`` holds the weights last drawn. The title names the mapping and
-        the support size (how many weights are not exactly 0); only exact zeros
-        are labelled "0".
+        ``FloatSlider`` from α = 1 to 3 in 20 steps of 0.1, starting at 1), its
+        ``result`` holds the weights last drawn and its ``text`` says them in
+        words. The title names the mapping and the support size (how many
+        weights are not exactly 0); only exact zeros are labelled "0".
 
     Raises
     ------
@@ -395,23 +558,35 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> _E
             return sparsemax(row), "sparsemax"
         return entmax_bisect(row, alpha=alpha), f"{alpha:.2f}-entmax"
 
+    def texts(weights: np.ndarray) -> list[str]:
+        # "0" only for an exact zero; a tiny positive weight must not read as one.
+        return ["0" if w == 0 else "<0.001" if w < 0.0005 else f"{w:.3f}" for w in weights]
+
+    drawn = {"name": ""}  # the mapping of the last frame, for its sentence
+
     def build(fig: Figure) -> Callable[..., tuple[np.ndarray, list[Artist]]]:
         ax = _bar_axes(fig, names)
 
         def frame(alpha: float) -> tuple[np.ndarray, list[Artist]]:
-            weights, name = mapping(float(alpha))
+            weights, drawn["name"] = mapping(float(alpha))
             support = int(np.count_nonzero(weights))
-            # "0" only for an exact zero; a tiny positive weight must not read as one.
-            texts = ["0" if w == 0 else "<0.001" if w < 0.0005 else f"{w:.3f}" for w in weights]
-            ax.set_title(f"α = {alpha:.2f} ({name}): support {support} of {row.size}")
-            return weights, [*_bars(ax, weights, texts), ax.title]
+            ax.set_title(f"α = {alpha:.2f} ({drawn['name']}): support {support} of {row.size}")
+            return weights, [*_bars(ax, weights, texts(weights)), ax.title]
 
         return frame
 
+    def describe(weights: np.ndarray, alpha: str) -> str:
+        zeros = [name for name, w in zip(names, weights) if w == 0]
+        support = row.size - len(zeros)
+        dropped = "" if not zeros else (f", and {_join(zeros)} get exactly 0" if len(zeros) <= 8
+                                        else f", and the other {_keys(len(zeros))} get exactly 0")
+        return (f"At α = {alpha} ({drawn['name']}), the {_keys(row.size)} get the weights "
+                f"{_row_text(names, texts(weights), weights)}; {support} of {row.size} keep a weight above 0{dropped}.")
+
     slider = widgets.FloatSlider(
-        value=1.0, min=1.0, max=3.0, step=0.05, description="α", readout_format=".2f", continuous_update=True
+        value=1.0, min=1.0, max=3.0, step=0.1, description="α", readout_format=".2f", continuous_update=True
     )
-    return _Explorer(build, figsize=(5.6, 3.0), alpha=slider)
+    return _Explorer(build, figsize=(5.6, 3.0), describe=describe, alpha=slider)
 
 
 def overflow_explorer(
@@ -439,9 +614,11 @@ def overflow_explorer(
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatLogSlider`` from x = 1 to 1000, so the limits near 11, 88.7 and
-        709.8 are evenly spread) and its ``result`` is a dict with what was
-        last drawn: ``"x"`` (the score), and ``"naive"`` and ``"stable"``, each
-        a dict from dtype name to the two weights of ``[x, 0]`` in that dtype.
+        709.8 are evenly spread, in 30 arrow-key steps of a factor
+        10^0.1 ≈ 1.26, each limit between two of them) and its ``result`` is a
+        dict with what was last drawn: ``"x"`` (the score), and ``"naive"`` and
+        ``"stable"``, each a dict from dtype name to the two weights of
+        ``[x, 0]`` in that dtype. Its ``text`` says them in words.
 
     Raises
     ------
@@ -522,10 +699,38 @@ def overflow_explorer(
 
         return frame
 
+    def by_dtype(texts: dict[str, str]) -> str:
+        """One text for every dtype where they agree, else each with its dtype."""
+        if len(set(texts.values())) == 1:
+            return next(iter(texts.values()))
+        return ", ".join(f"{text} in {name}" for name, text in texts.items())
+
+    def describe(drawn: dict[str, Any], x: str) -> str:
+        naive = {name: _join([label(w) for w in drawn["naive"][name]]) for name in limits}
+        stable = {name: _join([label(w) for w in drawn["stable"][name]]) for name in limits}
+        broken = [name for name in limits if "NaN" in naive[name]]
+        finite = [name for name in limits if name not in broken]
+        parts = []
+        if broken:
+            past = _join([f"{limits[n].largest:.2f}" for n in broken])
+            parts.append(f"e^x overflows in {_join(broken)} (past x = {past}), so the naive weights are "
+                         f"{by_dtype({n: naive[n] for n in broken})}, the stable ones "
+                         f"{by_dtype({n: stable[n] for n in broken})}")
+        if finite:
+            with np.errstate(over="ignore"):
+                e_x = float(np.exp(drawn["x"]))
+            agree = all(naive[n] == stable[n] for n in finite)
+            weights = (f"the naive and the stable weights are both {by_dtype({n: naive[n] for n in finite})}" if agree
+                       else f"the naive weights are {by_dtype({n: naive[n] for n in finite})}, the stable ones "
+                            f"{by_dtype({n: stable[n] for n in finite})}")
+            up_to = _join([f"{limits[n].largest:.2f}" for n in finite])
+            parts.append(f"e^x = {e_x:.3g} is finite in {_join(finite)} (up to x = {up_to}), and {weights}")
+        return f"At x = {x}, softmax([x, 0]): " + "; ".join(parts) + "."
+
     slider = widgets.FloatLogSlider(
-        value=start, base=10, min=0, max=3, step=0.01, description="x", readout_format=".1f", continuous_update=True
+        value=start, base=10, min=0, max=3, step=0.1, description="x", readout_format=".1f", continuous_update=True
     )
-    return _Explorer(build, figsize=(3.4 * len(limits) + 0.6, 3.5), x=slider)
+    return _Explorer(build, figsize=(3.4 * len(limits) + 0.6, 3.5), describe=describe, x=slider)
 
 
 def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] | None = None) -> _Explorer:
@@ -550,9 +755,11 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatLogSlider`` from c = 0.1 to 100, starting at 1) and its
-        ``result`` is a dict with what was last drawn: ``"c"``, ``"weights"``
+        ``FloatLogSlider`` from c = 0.1 to 100, starting at 1, in 30
+        arrow-key steps of a factor 10^0.1 ≈ 1.26) and its ``result`` is a
+        dict with what was last drawn: ``"c"``, ``"weights"``
         (``softmax(c·z)``), ``"jacobian"`` and ``"norm"`` (its Frobenius norm).
+        Its ``text`` says them in words.
 
     Raises
     ------
@@ -598,10 +805,19 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
 
         return frame
 
+    def describe(drawn: dict[str, Any], c: str) -> str:
+        weights, jac = drawn["weights"], drawn["jacobian"]
+        top = np.argsort(-weights, kind="stable")[:3]
+        largest = _join([f"{names[i]}: {weights[i]:.3f}" for i in top])
+        return (f"At c = {c}, softmax(c·z) over {_keys(row.size)} gives its largest weights to {largest} (bars, "
+                f"left; an even split {1 / row.size:.3f} each). The heatmap of its Jacobian (right, colours from -0.25 "
+                f"to 0.25) has Frobenius norm {drawn['norm']:.3g}, its entries {float(np.abs(jac).max()):.3g} at most "
+                f"in size.")
+
     slider = widgets.FloatLogSlider(
-        value=1.0, base=10, min=-1, max=2, step=0.02, description="c", readout_format=".2f", continuous_update=True
+        value=1.0, base=10, min=-1, max=2, step=0.1, description="c", readout_format=".2f", continuous_update=True
     )
-    return _Explorer(build, figsize=(10.0, 3.9), c=slider)
+    return _Explorer(build, figsize=(10.0, 3.9), describe=describe, c=slider)
 
 
 def mask_explorer(
@@ -640,7 +856,7 @@ def mask_explorer(
         ``IntSlider`` from 0 to `max_len` real tokens) and its ``result`` is
         a dict with what was last drawn: ``"n_real"``, ``"scores"`` (the
         unmasked scaled scores), ``"mask"`` (bool, True = may attend) and
-        ``"weights"``.
+        ``"weights"``. Its ``text`` says what the heatmap shows in words.
 
     Raises
     ------
@@ -710,11 +926,31 @@ def mask_explorer(
 
         return frame
 
+    def describe(drawn: dict[str, Any], n_real: str) -> str:
+        mask, weights = drawn["mask"], drawn["weights"]
+        pads = np.flatnonzero(~mask.diagonal())  # causal: a key is allowed to its own query unless it is a pad
+        empty = ~mask.any(axis=-1)
+        rows = np.flatnonzero(~empty)
+        n_empty = int(empty.sum())
+        parts = [f"{n_empty} fully masked row{'s' * (n_empty != 1)} (queries {_span(np.flatnonzero(empty))}, all "
+                 f"weights 0)" if n_empty else "no fully masked row"]
+        if pads.size:
+            parts.append(f"the pad keys {_span(pads)} get weight 0 in every row")
+        if 0 < rows.size <= 12:
+            tops = [f"query {i} on key {j} ({weights[i, j]:.2f})" for i, j in zip(rows, weights[rows].argmax(axis=-1))]
+            parts.append(f"the largest weight of each {'other ' * bool(empty.any())}query: {_join(tops)}")
+        elif rows.size:
+            largest = weights[rows].max(axis=-1)
+            parts.append(f"the largest weight of each of the other {rows.size} queries lies between "
+                         f"{largest.min():.2f} and {largest.max():.2f}")
+        return (f"At {n_real} real token{'s' * (drawn['n_real'] != 1)} of {size} ({padding} padding), the heatmap "
+                f"of causal attention weights has " + "; ".join(parts) + ".")
+
     slider = widgets.IntSlider(
         value=start, min=0, max=size, step=1, description="real tokens", style={"description_width": "initial"},
         continuous_update=True,
     )
-    return _Explorer(build, figsize=(6.4, 5.2), n_real=slider)
+    return _Explorer(build, figsize=(6.4, 5.2), describe=describe, n_real=slider)
 
 
 def fading_explorer(
@@ -749,7 +985,11 @@ def fading_explorer(
         Display it in a notebook. Its ``children[0]`` is the slider (a
         ``FloatLogSlider`` over n from 2 to `max_n`; n is its value rounded
         to an int) and its ``result`` is a dict with what was last drawn:
-        ``"n"`` and ``"weights"`` (name -> the relevant key's weight).
+        ``"n"`` and ``"weights"`` (name -> the relevant key's weight). Its
+        ``text`` says them in words. An arrow key multiplies n by about 2:
+        the steps run from 2 through `start`, as near a factor 2 each as
+        that allows (exactly 2 where `start` is a power of two), so that the
+        slider in the browser, which snaps to its steps, starts at `start`.
 
     Raises
     ------
@@ -799,8 +1039,17 @@ def fading_explorer(
 
         return frame
 
+    def describe(drawn: dict[str, Any], n_float: str) -> str:
+        n = drawn["n"]
+        weights = "; ".join(f"{w:.4f} under {name}" for name, w in drawn["weights"].items())
+        return (f"At n = {n_float} keys, one relevant key with score {a:g} among {n - 1:,} with score 0: the relevant "
+                f"key's weight is {weights} (an even split would give each key {1 / n:.2g}).")
+
+    low, octave = float(np.log10(2)), float(np.log10(2))
+    span = float(np.log10(first)) - low
+    step = span / max(1, round(span / octave)) if span > 0 else octave
     slider = widgets.FloatLogSlider(
-        value=float(first), base=10, min=float(np.log10(2)), max=float(np.log10(top)), step=0.01,
+        value=float(first), base=10, min=low, max=float(np.log10(top)), step=step,
         description="n", readout_format=".0f", continuous_update=True,
     )
-    return _Explorer(build, figsize=(7.0, 3.4), n_float=slider)
+    return _Explorer(build, figsize=(7.0, 3.4), describe=describe, n_float=slider)

@@ -16,6 +16,8 @@ from course_utils.backends import (
     future_leaks,
     grad_of_blocked,
     is_causal_alignment,
+    outcome_grid,
+    outcome_table,
     padded_modules_table,
 )
 from course_utils.measured import load_measurements
@@ -165,3 +167,29 @@ def test_future_leaks_rejects_bad_arguments_by_name():
         future_leaks(_sdpa, q, k, v, mask[:5])
     with pytest.raises(ValueError, match="trials"):
         future_leaks(_sdpa, q, k, v, mask, trials=0)
+
+
+@pytest.mark.parametrize("field", ["row", "dq row"])
+def test_the_outcome_grid_holds_the_cells_of_the_outcome_table_with_header_cells_and_a_caption(field):
+    h100 = [r | {"device": "H100"} for r in RECORDED["fully_masked_cuda"]]
+    text = outcome_table(RECORDED["fully_masked_cpu"], h100, field=field).splitlines()
+    grid = outcome_grid(RECORDED["fully_masked_cpu"], h100, field=field, caption="Query 3 on the CPU and the H100")
+    assert grid.header == ("dtype", "mask", "cpu math", "cpu flash", "H100 math", "H100 efficient", "H100 flash",
+                           "H100 cudnn")
+    assert len(grid.rows) == len(text) - 1 == 12
+    for line, row in zip(text[1:], grid.rows):  # each text line holds its row's cells, in order
+        assert line.split() == " ".join(row).split()
+    html = grid._repr_html_()
+    assert "<caption>Query 3 on the CPU and the H100</caption>" in html
+    assert html.count('<th scope="col"') == 8
+    assert "refused" in dict(zip(grid.header, grid.rows[3]))["H100 cudnn"]  # -1e9 in float16: every column
+
+
+def test_the_outcome_grid_of_a_bare_device_marks_a_refused_fill_in_that_devices_columns_only():
+    refused = {"device": "cpu", "dtype": "float16", "backend": "-", "mask": "additive -1e9", "row": "masked_fill refused: x"}
+    ran = {"device": "cpu", "dtype": "float16", "backend": "math", "mask": "additive -inf", "row": "zeros"}
+    gpu_ran = {"device": "H100", "dtype": "float16", "backend": "cudnn", "mask": "additive -inf", "row": "zeros"}
+    grid = outcome_grid([ran, refused], [gpu_ran])
+    assert grid.header == ("dtype", "mask", "cpu math", "H100 cudnn")
+    assert grid.rows == (("float16", "additive -inf", "zeros", "zeros"), ("float16", "additive -1e9", "refused", ""))
+    assert grid.caption is None

@@ -101,6 +101,8 @@ NO_FLOAT_INPUT = {
     "attention_row_stats": "returns summary statistics as Python floats, as documented",
     "check_claim": "prints a comparison",
     "conclude": "a statement and a bool in; prints a line",
+    "describe_figure": "a figure and its text in; the figure out",
+    "table": "rows of cells in; text and HTML out (numbers formatted as given)",
     "sample_attention_gradients": "a random generator and sizes in; draws float64 samples",
     "llama4_query_scale": "integer token positions in",
     "yarn_logit_scale": "a Python number in and out",

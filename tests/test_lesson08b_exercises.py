@@ -61,7 +61,9 @@ def test_q1_is_a_prediction_lesson_08_does_not_print():
 
     notebook = json.loads((Path(__file__).parents[1] / "notebooks" / "08_scale_in_training.ipynb").read_text())
     cells = [json.dumps(cell, ensure_ascii=False) for cell in notebook["cells"]]  # source and outputs
-    assert any("lr × 0.25" in cell for cell in cells) and EX.q1.reference != 0.25
+    # the table of the arms: (d)'s row ends with its learning-rate factor, in the column "lr ×"
+    assert any("lr ×" in cell and re.search(r"\(d\) init\+lr matched[^\\]*0\.25\\n", cell) for cell in cells)
+    assert EX.q1.reference != 0.25
     assert not [cell for cell in cells if "adam" in cell.lower() and re.search(r"epsilon|\beps\b|ε", cell)]
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from course_utils.course import LESSON_FILE, METADATA_KEY, Lesson, header_markdown, learner_minutes, read_course
+from course_utils.course import (LESSON_FILE, MAX_MINUTES, METADATA_KEY, Lesson, header_markdown, learner_minutes,
+                                 optional_minutes, read_course)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
@@ -103,12 +104,28 @@ def test_metadata_is_complete_and_the_header_shows_it(notebook):
 
 def test_minutes_are_computed_from_the_notebook_never_typed(notebook):
     _, nb = notebook
-    assert nb["metadata"][METADATA_KEY]["minutes"] == learner_minutes(nb), "run `python tools/notebooks.py headers` on it"
+    record = nb["metadata"][METADATA_KEY]
+    assert record["minutes"] == learner_minutes(nb), "run `python tools/notebooks.py headers` on it"
+    assert record.get("optional_minutes", 0) == optional_minutes(nb), "run `python tools/notebooks.py headers` on it"
 
 
-def test_each_lesson_takes_at_most_an_hour(notebook):
+def test_each_lesson_takes_at_most_75_minutes_without_its_optional_parts(notebook):
     _, nb = notebook
-    assert learner_minutes(nb) <= 60, "split the lesson or trim it (see course_utils.course.learner_minutes)"
+    assert learner_minutes(nb) <= MAX_MINUTES, "mark parts optional, or split the lesson (course_utils.course.RATES)"
+
+
+def test_an_optional_part_is_marked_so_in_its_text(notebook):
+    """A cell tagged optional is skipped by the minutes: the learner must see that it may be skipped."""
+    _, nb = notebook
+    cells = nb["cells"]
+    for i, cell in enumerate(cells):
+        if "optional" not in cell.get("metadata", {}).get("tags", []) or cell["cell_type"] != "markdown":
+            continue
+        previous = cells[i - 1] if i else None
+        continues = previous is not None and "optional" in previous.get("metadata", {}).get("tags", [])
+        text = "".join(cell["source"])
+        assert continues or "(optional)" in text.splitlines()[0] or text.startswith("*Optional:*"), (
+            f"cell {i + 1}: an optional part starts with a heading ending in (optional) or with *Optional:*")
 
 
 def test_ends_with_a_summary_and_what_comes_next(notebook):
@@ -197,6 +214,33 @@ def _functions_defined(nb: dict) -> dict[str, str]:
         for match in re.finditer(r"^def (\w+)\(.*?(?=^\S|\Z)", source, re.MULTILINE | re.DOTALL):
             found[match.group(1)] = match.group(0)
     return found
+
+
+#: Text that says nothing about a figure: what nbconvert writes where alt text is missing, and other placeholders.
+PLACEHOLDERS = re.compile(r"no description|^(a |the )?(figure|plot|image|chart|graph)\.?$|^alt$|lorem", re.IGNORECASE)
+
+
+def test_every_stored_picture_has_a_specific_text_alternative(notebook):
+    """WCAG 2.1, 1.1.1: each figure and slider still says in words what it shows, with its numbers (issue 37).
+
+    The alt text travels twice: as the alt of an <img> in text/html, which JupyterLab and nbconvert's HTML
+    show, and in the image/png output's metadata, which every other reader of the notebook can use."""
+    _, nb = notebook
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        titles = set(re.findall(r"(?:set_title|suptitle)\(f?[\"']([^\"']+)[\"']", "".join(cell["source"])))
+        for output in cell.get("outputs", []):
+            if "image/png" not in output.get("data", {}):
+                continue
+            alt = output.get("metadata", {}).get("image/png", {}).get("alt", "")
+            where = f"cell {i + 1}"
+            assert alt, f"{where}: the picture has no alt text (course_utils.describe_figure(fig, text))"
+            assert not PLACEHOLDERS.search(alt), f"{where}: the alt text is a placeholder: {alt!r}"
+            assert alt.strip().rstrip(".") not in titles, f"{where}: the alt text is only the title"
+            assert len(alt) >= 80 and re.search(r"\d", alt), f"{where}: say what the picture shows, with its numbers: {alt!r}"
+            html = "".join(output["data"].get("text/html", ""))
+            assert "<img " in html and "alt=" in html, f"{where}: JupyterLab shows no alt without the text/html <img>"
 
 
 def test_every_figure_has_a_title_labelled_axes_and_words_around_it(notebook):

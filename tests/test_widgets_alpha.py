@@ -16,9 +16,9 @@ def close_figures():
     plt.close("all")
 
 
-def test_the_slider_spans_alpha_from_1_to_3_and_starts_at_softmax():
+def test_the_slider_spans_alpha_from_1_to_3_in_20_keyboard_steps_and_starts_at_softmax():
     slider = alpha_explorer(ROW).children[0]
-    assert (slider.min, slider.max, slider.step, slider.value) == (1.0, 3.0, 0.05, 1.0)
+    assert (slider.min, slider.max, slider.step, slider.value) == (1.0, 3.0, 0.1, 1.0)
 
 
 def test_alpha_1_is_softmax_exactly():

@@ -17,6 +17,7 @@ import pytest
 from PIL import Image
 
 from course_utils import widgets as explorers
+from course_utils.plotting import figure_html
 from course_utils.widgets import _Explorer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,12 +62,15 @@ def test_the_still_is_the_first_frame():
     assert (width, height) == tuple(round(inch * explorer.figure.dpi) for inch in (3.0, 2.0))
 
 
-def test_the_bundle_holds_the_live_view_the_still_and_one_short_line_of_text():
+def test_the_bundle_holds_the_live_view_the_still_with_its_alt_and_one_short_line_of_text():
     explorer = _toy()
-    bundle = explorer._repr_mimebundle_()
-    assert set(bundle) == {VIEW, "image/png", "text/plain"}
+    bundle, metadata = explorer._repr_mimebundle_()
+    assert set(bundle) == {VIEW, "text/html", "image/png", "text/plain"}
     assert bundle[VIEW]["model_id"] == explorer.model_id
     assert base64.b64decode(bundle["image/png"]) == explorer.still
+    # The same still as an <img> with its alt (tests/test_widgets_a11y.py checks the words).
+    assert bundle["text/html"] == figure_html(bundle["image/png"], explorer.still_text)
+    assert metadata == {"image/png": {"alt": explorer.still_text}}
     text = bundle["text/plain"]
     assert text == "explorer with slider n: run the notebook to move it"
     assert "interactive(" not in text and "\n" not in text
@@ -78,7 +82,7 @@ def test_moving_the_slider_redraws_in_place_but_keeps_the_still_of_the_starting_
     explorer.children[0].value = 5
     assert explorer.result == 5
     assert explorer.still == first and explorer.image.value != first
-    assert base64.b64decode(explorer._repr_mimebundle_()["image/png"]) == first
+    assert base64.b64decode(explorer._repr_mimebundle_()[0]["image/png"]) == first
     assert len(explorer.figure.axes[0].patches) == 5, "the bars of the previous frame must be removed"
 
 
@@ -139,8 +143,8 @@ def _call(make):
 def test_every_explorer_carries_a_still_of_its_starting_state(name):
     explorer = _call(getattr(explorers, name))
     assert isinstance(explorer, _Explorer), f"{name} must return the shared _Explorer"
-    bundle = explorer._repr_mimebundle_()
-    assert {VIEW, "image/png", "text/plain"} <= set(bundle)
+    bundle, _ = explorer._repr_mimebundle_()
+    assert {VIEW, "text/html", "image/png", "text/plain"} <= set(bundle)
     start = _pixels(base64.b64decode(bundle["image/png"]))
     assert start.shape[0] >= 150 and start.shape[1] >= 250, f"{name}: the still is only {start.shape[:2]} pixels"
     assert len(np.unique(start.reshape(-1, 4), axis=0)) > 20, f"{name}: the still is nearly blank"
