@@ -35,12 +35,14 @@ install: $(STAMP)
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-$(LAB_STAMP): pyproject.toml constraints.txt tools/install_torch.py | $(PY)
+$(LAB_STAMP): pyproject.toml constraints.txt tools/install_torch.py binder/overrides.json | $(PY)
 	@echo "== install 1 of 2: PyTorch, the CPU build (about 200 MB to download)"
 	$(PY) tools/install_torch.py $(TORCH_PIP_ARGS)
 	@echo "== install 2 of 2: NumPy, Matplotlib, ipywidgets, entmax, JupyterLab and course_utils"
 	$(PIP_INSTALL) -e '.[lab]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
+	@# JupyterLab's defaults for the course: every cell in the page, for screen readers (binder/postBuild says why)
+	mkdir -p $(VENV)/share/jupyter/lab/settings && cp binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	@$(NO_CUDA)
 	touch $(LAB_STAMP)
 

@@ -398,8 +398,10 @@ def calibration_markdown(directory: str | Path, readings: str | Path = READINGS)
     difference as a share of the reading, and the last line says for how many the model is within
     :data:`CALIBRATION` of it, naming the others.
     """
-    recorded = {r["lesson"]: r for r in json.loads(Path(readings).read_text(encoding="utf-8"))["readings"]}
-    rows = ["| Notebook | Expert reading (min) | Model (min) | Difference |", "|---|---|---|---|"]
+    recorded: dict[str, list[int]] = {}
+    for r in json.loads(Path(readings).read_text(encoding="utf-8"))["readings"]:
+        recorded.setdefault(r["lesson"], []).append(r["minutes"])
+    rows = ["| Notebook | Expert readings (min) | Their mean | Model (min) | Difference |", "|---|---|---|---|---|"]
     outside = []
     for path in sorted(Path(directory).glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
@@ -407,14 +409,13 @@ def calibration_markdown(directory: str | Path, readings: str | Path = READINGS)
         key = str(record.get("lesson", record.get("page", "")))
         if key not in recorded:
             continue
-        read = recorded[key]["minutes"]
+        read = sum(recorded[key]) / len(recorded[key])
         model = model_minutes(nb) + model_minutes(nb, optional=True)
         share = (model - read) / read
         if abs(share) > CALIBRATION:
             outside.append(f"{key} ({share:+.0%})")
-        low, high = recorded[key].get("range", (read, read))
-        rows.append(f"| {path.name} | {read} ({low}-{high}) | {model:.0f} | {share:+.0%} |")
+        rows.append(f"| {path.name} | {', '.join(str(m) for m in recorded[key])} | {read:.0f} | {model:.0f} | {share:+.0%} |")
     n = len(rows) - 2
-    line = (f"The model is within ±{CALIBRATION:.0%} of the reading for {n - len(outside)} of {n} notebooks"
+    line = (f"The model is within ±{CALIBRATION:.0%} of the readings' mean for {n - len(outside)} of {n} notebooks"
             + (f"; not for {', '.join(outside)}." if outside else "."))
     return "\n".join(rows) + "\n\n" + line

@@ -394,8 +394,8 @@ CLAIMS: tuple[Claim, ...] = (
     _idea("001-50-or-60", "001", "conclude", "how large dot products get at d_k = 64",
           "For dk = 64, dot products can easily reach values like 50 or 60.", ("03",), "✗",
           lambda: f"not easily: with independent N(0, 1) components a dot product reaches 50 about once in "
-                  f"{1 / dot_product_tail(64, 50.0) / 1e6:.0f} million draws at d_k = 64 (lesson 03: a few "
-                  "percent do when q and k are correlated, as in a trained head)"),
+                  f"{1 / dot_product_tail(64, 50.0) / 1e6:.0f} million draws at d_k = 64 (lesson 03, optional part of "
+                  "§ 7: a few percent do when q and k are correlated, as in a trained head)"),
     _idea("001-512", "001", "prose", "the divisor in practice",
           "In practice with dk = 512, you'd divide by √512 ≈ 22.6.", ("03",), "partly",
           lambda: f"√512 = {math.sqrt(512):.2f}, but 512 is the original Transformer's model width; its heads have "

@@ -497,8 +497,8 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explo
         return (f"At d_k = {d_k}, the histogram shows the {n_r * n_k:,} raw scores q·k spread with standard "
                 f"deviation {row['raw_std']:.1f} (√d_k = {np.sqrt(row['d_k']):.1f}) and the scaled scores q·k / √d_k "
                 f"with {row['scaled_std']:.2f}. In the one row drawn ({_keys(n_k)}, an even split {1 / n_k:.3f} each), "
-                f"the softmax of the raw scores gives its top key {raw.max():.3f}, that of the scaled scores "
-                f"{scaled.max():.3f}.")
+                f"the softmax of the raw scores gives its two largest weights {np.sort(raw)[-1]:.3f} and "
+                f"{np.sort(raw)[-2]:.3f}, that of the scaled scores {np.sort(scaled)[-1]:.3f} and {np.sort(scaled)[-2]:.3f}.")
 
     slider = widgets.SelectionSlider(options=options, value=64, description="d_k", continuous_update=True)
     return _Explorer(build, figsize=(10.0, 3.4), describe=describe, d_k=slider)

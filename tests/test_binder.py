@@ -53,3 +53,16 @@ def test_the_readme_badge_opens_the_start_here_notebook_in_jupyterlab():
     assert badge, "the README needs a Binder badge that opens JupyterLab"
     assert badge.group(1) == "notebooks/00_start_here.ipynb"
     assert (ROOT / badge.group(1)).is_file()
+
+
+def test_binder_and_make_lab_give_jupyterlab_the_courses_settings_every_cell_in_the_page():
+    """JupyterLab 4's default windowing ("contentVisibility") hides the cells out of view from the accessibility tree:
+    a screen reader's lists of headings, tables and figures then reach a few of them (issue 37)."""
+    import json
+
+    settings = json.loads((ROOT / "binder" / "overrides.json").read_text())
+    assert settings["@jupyterlab/notebook-extension:tracker"]["windowingMode"] == "none"
+    post_build = (ROOT / "binder" / "postBuild").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "cp binder/overrides.json" in post_build and "share/jupyter/lab/settings" in post_build
+    assert re.search(r"cp binder/overrides\.json \$\(VENV\)/share/jupyter/lab/settings/overrides\.json", makefile)

@@ -713,6 +713,10 @@ def test_axe_finds_no_wcag_violation_in_the_course_content(name, lab, capsys):
         page.wait_for_function("id => { window.jupyterapp.shell.activateById(id); const n = document.getElementById(id);"
                                " return n && n.offsetParent !== null && !n.classList.contains('lm-mod-hidden'); }",
                                arg=panel_id, timeout=30_000 * GUARD, polling=100)
+        # The course's JupyterLab settings (binder/overrides.json) keep every cell in the page and its accessibility tree
+        mode = page.evaluate("id => window.jupyterapp.shell.widgets('main').find(w => w.id === id).content.notebookConfig"
+                             ".windowingMode", panel_id)
+        assert mode == "none", f"windowing mode {mode!r}: cells out of view are hidden from a screen reader"
         if not page.evaluate("() => typeof axe !== 'undefined'"):
             page.evaluate(Axe().axe_script)
         found = page.evaluate(_AXE, [panel_id, AXE_TAGS, CONTENT])
