@@ -55,11 +55,12 @@ $(STAMP): $(LAB_STAMP) requirements-ci.txt
 lab: install-lab
 	$(VENV)/bin/jupyter lab $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-# Unit tests, strict nbval of every notebook (with 2 threads on the code paths of another CPU; outputs
-# are stored with 1 thread on this CPU's own) and the slider notebooks in JupyterLab in Chromium, their
-# outputs compared with the stored ones as nbval compares them, all three side by side: nbval runs
-# beside the browser's runs and the unit tests (then a CPU burner), no cell longer than CELL_LIMIT s
-# (the hang check); the sliders are timed once the others have ended. See tools/run_checks.py.
+# Unit tests, strict nbval of the notebooks without sliders and the slider notebooks (and the start page) in
+# JupyterLab in Chromium, their outputs compared with the stored ones as nbval compares them: every notebook
+# rerun once, with 2 threads on the code paths of another CPU (outputs are stored with 1 thread on this CPU's
+# own). All three side by side: nbval runs beside the browser's runs and the unit tests (then a CPU burner), no
+# cell longer than CELL_LIMIT s (the hang check); the sliders are timed once the others have ended. See
+# tools/run_checks.py; `make nbval` alone runs strict nbval on every notebook.
 test: install browser-deps
 	@$(PY) tools/run_checks.py $(NBVAL)
 

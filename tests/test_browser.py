@@ -184,8 +184,9 @@ SLIDER_NOTEBOOKS = [n for n in ALL_NOTEBOOKS if any(
 #: The notebook ``make lab`` opens first.
 START = "00_start_here.ipynb"
 #: What the browser runs: what only a browser shows, the live explorers and their sliders, and the first page a
-#: learner opens. Every notebook's stored outputs are compared again, on the code paths of another CPU, by the
-#: nbval stage (tools/run_checks.py); running the others here too cost a third of make test's CPU time.
+#: learner opens (tools/run_checks.py's browser_notebooks, which leaves them out of the nbval stage: under make test
+#: this stage runs them on the other CPU's code paths with two threads, as nbval runs the rest). Running the others
+#: here too cost a third of make test's CPU time.
 NOTEBOOKS = [n for n in ALL_NOTEBOOKS if n in SLIDER_NOTEBOOKS or n == START]
 
 

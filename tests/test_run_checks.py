@@ -62,8 +62,21 @@ def test_any_failing_stage_fails_make_test_and_says_which(tmp_path, capsys, fail
 def test_make_test_runs_the_driver_with_the_makefiles_nbval_options():
     makefile = (ROOT / "Makefile").read_text()
     assert "\t@$(PY) tools/run_checks.py $(NBVAL)\n" in makefile.split("\ntest:", 1)[1].split("\n\n", 1)[0] + "\n"
-    nbval = run_checks.stages(["--nbval", "--nbval-cell-timeout=30"])["nbval"]
+    nbval = run_checks.stages(["--nbval", "--nbval-cell-timeout=30"], beside_browser=False)["nbval"]
     assert nbval[0][-3:] == ["--nbval", "--nbval-cell-timeout=30", "notebooks"] and nbval[1] == {"OMP_NUM_THREADS": "2", **run_checks.other_cpu_path()}
+
+
+def test_every_notebook_is_rerun_once_by_nbval_or_by_the_browser_on_the_other_cpus_paths():
+    import importlib
+
+    beside = run_checks.stages(["--nbval"])
+    by_nbval = {Path(a).name for a in beside["nbval"][0] if a.startswith("notebooks/")}
+    by_browser = set(run_checks.browser_notebooks())
+    every = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert by_nbval | by_browser == every and not by_nbval & by_browser
+    assert beside["browser"][1] == beside["nbval"][1] == {"OMP_NUM_THREADS": "2", **run_checks.other_cpu_path()}
+    sys.path.insert(0, str(ROOT / "tests"))
+    assert set(importlib.import_module("test_browser").NOTEBOOKS) == by_browser  # the browser runs just those
 
 
 @pytest.mark.parametrize("name", ["unit", "nbval", "browser"])
@@ -77,11 +90,11 @@ def test_make_runs_each_stage_alone_as_the_driver_defines_it(tmp_path, name):
     assert [p.name for p in tmp_path.iterdir()] == [name] and (tmp_path / name).read_text() == name.upper()
 
 
-def test_nbval_runs_the_notebooks_on_the_code_paths_of_another_cpu_and_the_browser_on_this_ones():
+def test_nbval_and_the_browser_run_the_notebooks_on_the_code_paths_of_another_cpu():
     _, env = run_checks.stages(["--nbval"])["nbval"]
     assert env["ATEN_CPU_CAPABILITY"] in {"avx2", "default"} and env["OMP_NUM_THREADS"] == "2"
-    command, env = run_checks.stages(["--nbval"])["browser"]
-    assert command[-1] == "tests/test_browser.py" and env == {}
+    command, browser_env = run_checks.stages(["--nbval"])["browser"]
+    assert command[-1] == "tests/test_browser.py" and browser_env == env
 
 
 AVX512 = (["X86_V3", "X86_V4", "AVX512_ICL", "AVX512_SPR"], ["AVX", "AVX2", "X86_V3", "AVX512F", "X86_V4", "AVX512_ICL"])

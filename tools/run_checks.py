@@ -6,19 +6,22 @@
 Three stages start together:
 
 - **unit**: pytest on ``tests/`` and the doctests of ``course_utils``;
-- **nbval**: strict nbval of every notebook with the given options (the
-  Makefile's, which allow no cell more than ``CELL_LIMIT`` seconds), with
-  ``OMP_NUM_THREADS=2`` and NumPy, its BLAS and PyTorch sent down the code
-  paths of another CPU (:func:`other_cpu_path`), while the stored outputs are
-  made with one thread on the machine's own paths (``tools/notebooks.py
-  execute``): no stored output may depend on the thread count or the
-  instruction set;
-- **browser**: the notebooks with sliders, and the start page, in JupyterLab
-  in headless Chromium, Run All, three at a time, on this CPU's own code
-  paths; each notebook's outputs are then compared with the stored ones as
-  strict nbval compares them.
+- **nbval**: strict nbval with the given options (the Makefile's, which allow
+  no cell more than ``CELL_LIMIT`` seconds) of every notebook the browser does
+  not run, with ``OMP_NUM_THREADS=2`` and NumPy, its BLAS and PyTorch sent down
+  the code paths of another CPU (:func:`other_cpu_path`), while the stored
+  outputs are made with one thread on the machine's own paths
+  (``tools/notebooks.py execute``): no stored output may depend on the thread
+  count or the instruction set;
+- **browser**: the notebooks with sliders, and the start page
+  (:func:`browser_notebooks`), in JupyterLab in headless Chromium, Run All,
+  three at a time, with the same two threads and other CPU's code paths as
+  nbval; each notebook's outputs are then compared with the stored ones as
+  strict nbval compares them. So every notebook is rerun once, on the other
+  paths; running the browser's notebooks in nbval as well cost 40 s of CPU.
+  (``make nbval`` alone runs every notebook.)
 
-So nbval runs the notebooks while the browser runs the slider notebooks too
+So nbval runs its notebooks while the browser runs the slider notebooks
 and the unit tests keep the CPUs busy: the load under which an ipykernel 7
 widget cell used to hang (issue 16), and the hang check. When the unit tests end before nbval, a
 CPU burner takes their place until nbval ends. Only then, with the machine
@@ -31,6 +34,7 @@ its time and the CPU time it and its processes used; the exit status is 0 only i
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 import subprocess
@@ -164,13 +168,36 @@ def cpu_paths(dispatch: list[str] | None = None, found: list[str] | None = None,
     return paths
 
 
-def stages(nbval_options: list[str]) -> Stages:
-    """The three stages of make test: name -> (command, extra environment)."""
+#: The notebook a learner opens first, which the browser runs beside the slider notebooks.
+START = "00_start_here.ipynb"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def browser_notebooks(folder: Path = ROOT / "notebooks") -> list[str]:
+    """The notebooks the browser stage runs in JupyterLab: those with a slider (a stored widget view), and the start page."""
+    names = []
+    for path in sorted(folder.glob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if path.name == START or any(WIDGET_VIEW in output.get("data", {}) for cell in cells
+                                     if cell["cell_type"] == "code" for output in cell["outputs"]):
+            names.append(path.name)
+    return names
+
+
+def stages(nbval_options: list[str], *, beside_browser: bool = True) -> Stages:
+    """The three stages of make test: name -> (command, extra environment).
+
+    With `beside_browser`, nbval leaves out the notebooks the browser stage runs (on the same code paths and
+    threads); without it (``make nbval`` alone), it runs every notebook.
+    """
+    other = {"OMP_NUM_THREADS": "2", **other_cpu_path()}
+    run_in_browser = set(browser_notebooks()) if beside_browser else set()
+    notebooks = [f"notebooks/{p.name}" for p in sorted((ROOT / "notebooks").glob("*.ipynb")) if p.name not in run_in_browser]
     return {
         # nbval is not needed to collect the unit tests: without it, pytest starts 1 s sooner.
         "unit": (PYTEST + ["-p", "no:nbval", "-p", "no:logging", "-m", "not browser", "tests", "course_utils", "--doctest-modules"], {"OMP_NUM_THREADS": "1"}),
-        "nbval": (PYTEST + nbval_options + ["notebooks"], {"OMP_NUM_THREADS": "2", **other_cpu_path()}),
-        "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], {}),
+        "nbval": (PYTEST + nbval_options + (notebooks if beside_browser else ["notebooks"]), other),
+        "browser": (PYTEST + ["-m", "browser", "tests/test_browser.py"], other),
     }
 
 
@@ -240,5 +267,5 @@ if __name__ == "__main__":
     if len(sys.argv) < 2:
         raise SystemExit(__doc__)
     if sys.argv[1] == "--stage":
-        sys.exit(run_stage(sys.argv[2], stages(sys.argv[3:])))
+        sys.exit(run_stage(sys.argv[2], stages(sys.argv[3:], beside_browser=False)))
     sys.exit(run(stages(sys.argv[1:])))
