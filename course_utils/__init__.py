@@ -27,7 +27,7 @@ from .experiments import (
 from .floats import ExpLimits, exp_limits
 from .gradients import attention_backward, cross_entropy_grad, log_softmax_backward, softmax_backward, softmax_jacobian
 from .online import SoftmaxState, merge_softmax_states, online_softmax, softmax_state
-from .tables import Table, table
+from .tables import MarkdownTable, Table, markdown_table, table
 from .plotting import COLORMAP, PALETTE, describe_figure, plot_exp_overflow, use_course_style
 from .reproducibility import setup
 from .sparse import entmax15, entmax15_backward, entmax_alpha_backward, entmax_bisect, sparsemax, sparsemax_backward
@@ -102,6 +102,8 @@ __all__ = [
     "describe_figure",
     "table",
     "Table",
+    "markdown_table",
+    "MarkdownTable",
     "llama4_query_scale",
     "qk_norm",
     "scalable_softmax",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from numbers import Integral, Real
 from typing import Any
 
-__all__ = ["Table", "table"]
+__all__ = ["MarkdownTable", "Table", "markdown_table", "table"]
 
 
 @dataclass(frozen=True)
@@ -128,3 +128,38 @@ def table(rows: Sequence[Sequence[Any]], header: Sequence[str], *, caption: str 
                     for j in range(n))
     cells = tuple(tuple(_cell(v, f) for v, f in zip(row, formats)) for row in body)
     return Table(tuple(header), cells, caption, numeric)
+
+
+@dataclass(frozen=True)
+class MarkdownTable:
+    """Markdown (a table built elsewhere, such as the course map) that shows as Markdown and reads as itself in text.
+
+    IPython's own ``Markdown`` object has only its Python repr as its plain text, so a plain-text reader of the
+    notebook (a terminal, a screen reader's text view of a static copy, nbval) would lose every row.
+    """
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, str]:
+        return {"text/markdown": self.text, "text/plain": self.text}
+
+
+def markdown_table(text: str) -> MarkdownTable:
+    """Markdown to display, with the same text as its plain-text form.
+
+    Raises
+    ------
+    TypeError
+        If `text` is not a str.
+
+    Examples
+    --------
+    >>> sorted(markdown_table("| a |\\n|---|\\n| 1 |")._repr_mimebundle_())
+    ['text/markdown', 'text/plain']
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, not {type(text).__name__}")
+    return MarkdownTable(text)

@@ -103,6 +103,7 @@ NO_FLOAT_INPUT = {
     "conclude": "a statement and a bool in; prints a line",
     "describe_figure": "a figure and its text in; the figure out",
     "table": "rows of cells in; text and HTML out (numbers formatted as given)",
+    "markdown_table": "Markdown text in; the same text out",
     "sample_attention_gradients": "a random generator and sizes in; draws float64 samples",
     "llama4_query_scale": "integer token positions in",
     "yarn_logit_scale": "a Python number in and out",

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from course_utils.tables import table
+from course_utils.tables import markdown_table, table
 
 
 def test_the_html_has_a_caption_and_one_column_header_per_column():
@@ -50,3 +50,10 @@ def test_every_text_line_holds_its_rows_cells_in_order(rows):
 def test_bad_input_is_refused_naming_the_argument(kwargs, error, name):
     with pytest.raises(error, match=name):
         table(**kwargs)
+
+
+def test_markdown_reads_as_itself_in_plain_text():
+    text = "| lesson | minutes |\n|---|---|\n| 01 | 60 |"
+    assert markdown_table(text)._repr_mimebundle_() == {"text/markdown": text, "text/plain": text}
+    with pytest.raises(TypeError, match="text"):
+        markdown_table(3)
