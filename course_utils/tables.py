@@ -2,7 +2,8 @@
 
 A lesson that prints a table with ``print(f"{x:>8}")`` gives a screen reader run-on lines of numbers
 (WCAG 2.1, 1.3.1: structure shown by layout must be in the markup too). :func:`table` returns an object
-that Jupyter displays as an HTML ``<table>`` with a caption and ``<th scope="col">`` header cells, and that
+that Jupyter displays as an HTML ``<table>`` with a caption, ``<th scope="col">`` header cells and, where the
+first column holds names, ``<th scope="row">`` row headers, and that
 ``print`` (or any reader of the notebook's text/plain output) shows as the same aligned text as before.
 """
 
@@ -47,7 +48,10 @@ class Table:
             return f"<{tag}{scope}{style}>{html.escape(text)}</{tag}>"
 
         head = "".join(cell("th", h, r, ' scope="col"') for h, r in zip(self.header, right))
-        body = "".join("<tr>" + "".join(cell("td", c, r) for c, r in zip(row, right)) + "</tr>" for row in self.rows)
+        # A first column of names (not numbers) heads its row: a screen reader then says it with every cell of the row
+        names = not right[0]
+        body = "".join("<tr>" + "".join(cell("th", c, r, ' scope="row"') if j == 0 and names else cell("td", c, r)
+                                        for j, (c, r) in enumerate(zip(row, right))) + "</tr>" for row in self.rows)
         caption = f"<caption>{html.escape(self.caption)}</caption>" if self.caption else ""
         return f"<table>{caption}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 

@@ -16,7 +16,12 @@ def test_the_html_has_a_caption_and_one_column_header_per_column():
     t = table([["a", 1, 0.5], ["b", 22, 0.25]], ["name", "count", "share"], caption="Counts", formats=[None, None, ".0%"])
     html = t._repr_html_()
     assert html.count('<th scope="col"') == 3 and "<caption>Counts</caption>" in html
-    assert re.findall(r"<td[^>]*>([^<]*)</td>", html) == ["a", "1", "50%", "b", "22", "25%"]
+    assert re.findall(r'<th scope="row"[^>]*>([^<]*)</th>', html) == ["a", "b"]  # the names head their rows
+    assert re.findall(r"<td[^>]*>([^<]*)</td>", html) == ["1", "50%", "22", "25%"]
+
+
+def test_a_first_column_of_numbers_heads_no_row():
+    assert 'scope="row"' not in table([[1, 2.0], [3, 4.0]], ["n", "x"])._repr_html_()
 
 
 def test_the_text_keeps_the_columns_aligned_with_numbers_to_the_right():
