@@ -159,13 +159,14 @@ def learner_minutes(notebook: Mapping[str, Any], exercise_kinds: Mapping[str, in
     >>> learner_minutes(nb, exercise_kinds={"write a function": 1})  # 800 / 75 + 0.5 + 9 = 20.2, rounded up
     25
     """
-    counts = lesson_counts(notebook, exercise_kinds=exercise_kinds)
-    return _rounded_up(sum(RATES[name] * n for name, n in counts.items()))
+    return _rounded_up(model_minutes(notebook, exercise_kinds=exercise_kinds))
 
 
-def model_minutes(notebook: Mapping[str, Any], *, optional: bool = False) -> float:
+def model_minutes(notebook: Mapping[str, Any], *, optional: bool = False,
+                  exercise_kinds: Mapping[str, int] | None = None) -> float:
     """The model's minutes for a notebook's required part (or its optional one), not rounded."""
-    return sum(RATES[name] * n for name, n in lesson_counts(notebook, optional=optional).items())
+    counts = lesson_counts(notebook, optional=optional, exercise_kinds=exercise_kinds)
+    return sum(RATES[name] * n for name, n in counts.items())
 
 
 def optional_minutes(notebook: Mapping[str, Any]) -> int:

@@ -61,7 +61,10 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 TOKEN = "course-browser-test"
-VIEW = "application/vnd.jupyter.widget-view+json"
+sys.path.insert(0, str(ROOT / "tools"))
+import run_checks  # noqa: E402  (make test's driver: which notebooks this stage runs)
+
+VIEW = run_checks.WIDGET_VIEW
 #: Notebooks running at once. On the 2-core machine the suite is budgeted on, a third overlaps the others'
 #: kernel starts and page work: every notebook ran in 49 s three at a time, 68.5 s two at a time (load 3-4).
 PARALLEL = 3
@@ -182,12 +185,12 @@ ALL_NOTEBOOKS = _heaviest_first()
 SLIDER_NOTEBOOKS = [n for n in ALL_NOTEBOOKS if any(
     VIEW in o.get("data", {}) for c in _load(n)["cells"] if c["cell_type"] == "code" for o in c["outputs"])]
 #: The notebook ``make lab`` opens first.
-START = "00_start_here.ipynb"
+START = run_checks.START
 #: What the browser runs: what only a browser shows, the live explorers and their sliders, and the first page a
 #: learner opens (tools/run_checks.py's browser_notebooks, which leaves them out of the nbval stage: under make test
 #: this stage runs them on the other CPU's code paths with two threads, as nbval runs the rest). Running the others
 #: here too cost a third of make test's CPU time.
-NOTEBOOKS = [n for n in ALL_NOTEBOOKS if n in SLIDER_NOTEBOOKS or n == START]
+NOTEBOOKS = [n for n in ALL_NOTEBOOKS if n in run_checks.browser_notebooks()]
 
 
 def _need_browser() -> None:
@@ -449,11 +452,14 @@ class Lab:
         return element
 
     def activate(self, name: str) -> None:
-        record = self.page.evaluate("p => window.course.runs[p]", name)
+        self.show(self.page.evaluate("p => window.course.runs[p].id", name))
+
+    def show(self, panel_id: str) -> None:
+        """Bring the panel `panel_id` to the front and wait until it shows."""
         # Activated again at every poll, in case a tab opened meanwhile took the focus.
         self.page.wait_for_function("id => { window.jupyterapp.shell.activateById(id); const n = document.getElementById(id);"
                                     " return n && n.offsetParent !== null && !n.classList.contains('lm-mod-hidden'); }",
-                                    arg=record["id"], timeout=30_000 * GUARD, polling=100)
+                                    arg=panel_id, timeout=30_000 * GUARD, polling=100)
 
     def blit(self, name: str, on: bool) -> None:
         """Switch every explorer in a notebook's kernel to blitting (`on`) or to redrawing its whole figure each frame.
@@ -711,9 +717,7 @@ def test_axe_finds_no_wcag_violation_in_the_course_content(name, lab, capsys):
             panel_id = page.evaluate("p => window.course.runs[p].id", name)
         else:
             panel_id = page.evaluate(_OPEN_STORED, name)
-        page.wait_for_function("id => { window.jupyterapp.shell.activateById(id); const n = document.getElementById(id);"
-                               " return n && n.offsetParent !== null && !n.classList.contains('lm-mod-hidden'); }",
-                               arg=panel_id, timeout=30_000 * GUARD, polling=100)
+        lab.show(panel_id)
         # The course's JupyterLab settings (binder/overrides.json) keep every cell in the page and its accessibility tree
         mode = page.evaluate("id => window.jupyterapp.shell.widgets('main').find(w => w.id === id).content.notebookConfig"
                              ".windowingMode", panel_id)

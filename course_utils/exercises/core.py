@@ -439,10 +439,11 @@ def _numpy_replaced(names: Sequence[str], replace: Callable[[str, Callable[..., 
             setattr(np, name, original)
 
 
-def _makers_watched(seen: Callable[..., Any]):
-    """While the block runs, every array made by NumPy's constructors and joins is shown to `seen(array, how)`;
-    what `seen` returns, if not None, is handed to the caller instead."""
-    names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack", "append")
+def _makers_watched(seen: Callable[..., Any], also: Sequence[str] = ()):
+    """While the block runs, every array made by NumPy's constructors and joins (and the functions named in `also`)
+    is shown to `seen(array, how)`; what `seen` returns, if not None, is handed to the caller instead."""
+    names = ("empty", "zeros", "ones", "full", "concatenate", "hstack", "vstack", "stack", "column_stack", "append",
+             *also)
 
     def watching(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(original)
@@ -1492,12 +1493,7 @@ class FunctionExercise(Exercise):
                           f"{shown} where the expected is {wanted}", "returning whole numbers", slip=True,
                           steps=_slip_steps("returning whole numbers"))
         if digits is not None:
-            worst = _worst_index(out, expected)
-            unit = "decimal" if digits == 1 else "decimals"
-            raise _Failed(f"on input {case.describe()} your result is rounded to {digits} {unit}: for example "
-                          f"{describe(out[worst], digits + 2)} where the expected is {describe(expected[worst], 17)}",
-                          f"rounding the result to {digits} {unit}", slip=True,
-                          steps=_slip_steps("rounding the result", digits=str(digits)))
+            raise _rounded_slip(run, digits)
 
     def _rounded_within_tolerance(self, run: Run) -> None:
         """Where a property fails an answer that is within tolerance, the slip of rounding if that is what it did:
@@ -1508,11 +1504,7 @@ class FunctionExercise(Exercise):
         digits = self._rounded_everywhere(run.function)
         if digits is None or self.diagnose(run.function) is not None:
             return
-        worst = _worst_index(run.output, run.expected)
-        raise _Failed(f"on input {run.case.describe()} your result is rounded to {digits} decimals: for example "
-                      f"{describe(run.output[worst], digits + 2)} where the expected is "
-                      f"{describe(run.expected[worst], 17)}", f"rounding the result to {digits} decimals", slip=True,
-                      steps=_slip_steps("rounding the result", digits=str(digits)))
+        raise _rounded_slip(run, digits)
 
     def _rounded_everywhere(self, answer: Callable[..., Any]) -> int | None:
         """The decimals `answer` rounds to, where on every case it gives the right values rounded to them."""
@@ -1646,6 +1638,16 @@ def _near(out: np.ndarray, expected: np.ndarray) -> bool:
     if not np.array_equal(finite, np.isfinite(out)) or not np.array_equal(out[~finite], expected[~finite]):
         return False
     return bool(np.allclose(out[finite], expected[finite], rtol=1e-4, atol=1e-7))
+
+
+def _rounded_slip(run: Run, digits: int) -> _Failed:
+    """The slip of a result rounded to `digits` decimals, shown at its worst entry."""
+    worst = _worst_index(run.output, run.expected)
+    unit = "decimal" if digits == 1 else "decimals"
+    return _Failed(f"on input {run.case.describe()} your result is rounded to {digits} {unit}: for example "
+                   f"{describe(run.output[worst], digits + 2)} where the expected is {describe(run.expected[worst], 17)}",
+                   f"rounding the result to {digits} {unit}", slip=True,
+                   steps=_slip_steps("rounding the result", digits=str(digits)))
 
 
 def _rounded_to(out: np.ndarray, expected: np.ndarray, most: int = 12) -> int | None:

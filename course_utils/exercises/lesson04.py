@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import functools
 import sys
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -21,7 +20,6 @@ from .core import (
     _conversions_keep,
     _learner_line,
     _makers_watched,
-    _numpy_replaced,
     clip_variants,
     peak_memory,
     shift_and_clip_advice,
@@ -103,11 +101,10 @@ def _q2_log_softmax_backward(g: np.ndarray, p: np.ndarray) -> np.ndarray:
 # "Without the Jacobian" is a structure: nothing the answer computes may be n x n. Memory shows it only on rows
 # of 32 and more, and only for what Python's allocator holds (tracemalloc cannot see PyTorch's tensors), and an
 # answer can build J on short rows only. So on every case the checker hands the answer g and p as `_Traced` arrays,
-# which report every array that NumPy computes from them (through views, `np.frombuffer` and `np.asarray` too)
-# or makes with its constructors (`np.empty((n, n))`),
-# and watches every PyTorch call with a TorchFunctionMode. What escapes that watching (a nested Python list) is
-# caught by memory, on rows of 32 and more: two of them drawn afresh for each check, so that no fixed list of
-# lengths escapes it.
+# which report every array that NumPy computes from them (through views, `np.frombuffer` and `np.asarray` too) or
+# makes with its constructors (`np.empty((n, n))`), and watches every PyTorch call with a TorchFunctionMode. What
+# escapes that watching (a nested Python list) is caught by memory, on rows of 32 and more: two of them drawn afresh
+# for each check, so that no fixed list of lengths escapes it.
 
 
 @dataclass
@@ -242,15 +239,7 @@ def _jacobian_built(function: Callable[..., Any], run: Run) -> _Big | None:
         sizes.see(array, how)
         return traced[0]._traced(array)
 
-    def buffered(name: str, original: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(original)
-        def read(*args: Any, **kwargs: Any) -> Any:
-            return made(original(*args, **kwargs), f"`np.{name}`")
-
-        return read
-
-    with (_conversions_keep(_Traced, made), _makers_watched(made), _numpy_replaced(("frombuffer",), buffered),
-          _watching_torch(sizes)):
+    with _conversions_keep(_Traced, made), _makers_watched(made, also=("frombuffer",)), _watching_torch(sizes):
         try:
             run.call(*traced)
         except Exception:  # the checker's own call ran the answer: what failed here is the watching, so let it be
