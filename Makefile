@@ -27,7 +27,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
 .PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest robust solutions clean
 
-# The learner's set: PyTorch (CPU), NumPy, Matplotlib, ipywidgets, entmax, JupyterLab, course_utils.
+# The learner's set: PyTorch (CPU), NumPy, Matplotlib, ipywidgets, anywidget, entmax, JupyterLab, course_utils.
 install-lab: $(LAB_STAMP)
 # And the test set on top: pytest, hypothesis, nbval, SciPy, repo2docker, Playwright.
 install: $(STAMP)
@@ -38,7 +38,7 @@ $(PY):
 $(LAB_STAMP): pyproject.toml constraints.txt tools/install_torch.py binder/overrides.json | $(PY)
 	@echo "== install 1 of 2: PyTorch, the CPU build (about 200 MB to download)"
 	$(PY) tools/install_torch.py $(TORCH_PIP_ARGS)
-	@echo "== install 2 of 2: NumPy, Matplotlib, ipywidgets, entmax, JupyterLab and course_utils"
+	@echo "== install 2 of 2: NumPy, Matplotlib, ipywidgets, anywidget, entmax, JupyterLab and course_utils"
 	$(PIP_INSTALL) -e '.[lab]'
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (ipykernel)" >/dev/null
 	@# JupyterLab's defaults for the course: every cell in the page, for screen readers (binder/postBuild says why)

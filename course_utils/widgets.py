@@ -1,4 +1,4 @@
-"""Interactive explorers built with ipywidgets, one per lesson idea."""
+"""Interactive explorers built with ipywidgets, one per lesson idea; their sliders are `controls.StepSlider`."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from numpy.typing import ArrayLike, DTypeLike
 from traitlets import Unicode
 
 from ._validation import as_real_array, check_int, check_positive_finite
+from .controls import LiveText, StepSlider
 from .attention import causal_mask, padding_mask, scaled_dot_product_attention
 from .experiments import sample_scores
 from .floats import exp_limits
@@ -42,39 +43,19 @@ __all__ = [
 ]
 
 
-def _readout(slider: widgets.ValueWidget) -> str:
-    """The slider's value as its readout shows it: a SelectionSlider's label, otherwise its ``readout_format``.
-
-    The readout formats used here (".2f", ".1f", ".0f", "d") mean the same in Python as in d3-format, which
-    the browser uses.
+def _log_slider(description: str, low: float, high: float, step: float, *, value: float, readout: str) -> StepSlider:
+    """A `StepSlider` over 10**low to 10**high in steps of `step` in the exponent, its range in its name.
 
     Examples
     --------
-    >>> _readout(widgets.FloatLogSlider(value=10**0.05, min=-2, max=2, readout_format=".2f"))
-    '1.12'
-    >>> _readout(widgets.SelectionSlider(options=[16, 32, 64], value=64))
-    '64'
-    >>> _readout(widgets.IntSlider(value=3))
-    '3'
+    >>> slider = _log_slider("T", -2, 2, 0.2, value=1.0, readout=".2f")
+    >>> slider.description, len(slider.labels), slider.labels[:3], slider.readout
+    ('T (0.01 to 100, log scale)', 21, ['0.01', '0.02', '0.03'], '1.00')
     """
-    if isinstance(slider, widgets.SelectionSlider):
-        return str(slider.label)
-    try:
-        return format(slider.value, getattr(slider, "readout_format", ""))
-    except (TypeError, ValueError):
-        return str(slider.value)
-
-
-def _live_html(text: str) -> str:
-    """The value of an explorer's live region: `text` in a polite, atomic status region.
-
-    Examples
-    --------
-    >>> _live_html("At T = 1, 0.09 < 0.24")
-    '<div role="status" aria-live="polite" aria-atomic="true" style="line-height: 1.4">At T = 1, 0.09 &lt; 0.24</div>'
-    """
-    return (f'<div role="status" aria-live="polite" aria-atomic="true" style="line-height: 1.4">'
-            f'{html.escape(text, quote=False)}</div>')
+    count = round((high - low) / step) + 1
+    values = 10.0 ** np.round(low + step * np.arange(count), 12)  # 10**0 is exactly 1, 10**2 exactly 100
+    return StepSlider(values, value=value, description=f"{description} ({values[0]:g} to {values[-1]:g}, log scale)",
+                      readout=readout)
 
 
 class _NamedImage(widgets.Image):
@@ -146,7 +127,7 @@ class _Explorer(widgets.VBox):
         The figure every frame is drawn into.
     image : ipywidgets.Image
         The widget that shows the frame, as PNG; its ``tooltip`` is `text`.
-    live : ipywidgets.HTML
+    live : course_utils.controls.LiveText
         The live region under the picture; it shows `text`.
     result
         What the last frame returned as its result.
@@ -174,7 +155,7 @@ class _Explorer(widgets.VBox):
     ...     return frame
     >>> def describe(n_bars, n):
     ...     return f"At n = {n}, {n_bars} bars of height 1."
-    >>> slider = widgets.IntSlider(value=3, min=1, max=5)
+    >>> slider = StepSlider([1, 2, 3, 4, 5], value=3, description="n")
     >>> explorer = _Explorer(build, figsize=(3.0, 2.0), describe=describe, n=slider)
     >>> explorer.still[:8] == b"\\x89PNG\\r\\n\\x1a\\n", explorer.result, explorer.text
     (True, 3, 'At n = 3, 3 bars of height 1.')
@@ -192,15 +173,10 @@ class _Explorer(widgets.VBox):
 
     def __init__(self, build: Callable[[Figure], Callable[..., tuple[Any, list[Artist]]]], *,
                  figsize: tuple[float, float], describe: Callable[..., str] | None = None,
-                 **sliders: widgets.ValueWidget) -> None:
+                 **sliders: StepSlider) -> None:
         self._sliders = sliders
         for name, slider in sliders.items():
             slider.description = slider.description or name
-            if isinstance(slider, widgets.FloatLogSlider):  # its range and scale, next to it
-                low, high = slider.base**slider.min, slider.base**slider.max
-                slider.description += f" ({low:g} to {high:g}, log scale)"
-            slider.style.description_width = "initial"  # the whole description, and the track after it
-            slider.layout = widgets.Layout(width="560px", max_width="100%")
         self.figure = Figure(figsize=figsize, layout="constrained")
         FigureCanvasAgg(self.figure)
         self._frame = build(self.figure)
@@ -212,7 +188,7 @@ class _Explorer(widgets.VBox):
         # At its natural size: a picture stretched to the page's width looks larger than every other figure.
         width = f"{round(self.figure.bbox.width)}px"
         self.image = _NamedImage(format="png", layout=widgets.Layout(width=width, max_width="100%"))
-        self.live = widgets.HTML(layout=widgets.Layout(width=width, max_width="100%"))
+        self.live = LiveText(layout=widgets.Layout(width=width, max_width="100%"))
         super().__init__([*sliders.values(), self.image, self.live])
         self.add_class("widget-interact")
         self.update()
@@ -257,11 +233,11 @@ class _Explorer(widgets.VBox):
             figure.draw_artist(artist)
         buffer = io.BytesIO()  # compressed lightly: at the default level, encoding costs more than drawing
         PIL.Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
-        self.text = self._describe(self.result, **{name: _readout(slider) for name, slider in self._sliders.items()})
+        self.text = self._describe(self.result, **{name: slider.readout for name, slider in self._sliders.items()})
         with self.image.hold_sync():  # the picture and its name in one message
             self.image.value = buffer.getvalue()
             self.image.tooltip = self.text
-        self.live.value = _live_html(self.text)
+        self.live.text = self.text
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         data = super()._repr_mimebundle_(**kwargs)
@@ -363,7 +339,7 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatLogSlider`` from T = 0.01 to 100, 20 arrow-key steps of a
+        ``StepSlider`` from T = 0.01 to 100, 20 arrow-key steps of a
         factor 10^0.2 ≈ 1.58, through 0.1, 1 and 10), its ``result`` holds the
         weights last drawn and its ``text`` says them in words.
 
@@ -400,9 +376,7 @@ def temperature_explorer(scores: ArrayLike, labels: Sequence[str] | None = None)
                 f"{_row_text(names, [f'{w:.3f}' for w in weights], weights)}; the largest, on {names[top]}, "
                 f"holds {weights[top]:.0%} of the attention (an even split would give each {1 / row.size:.0%}).")
 
-    slider = widgets.FloatLogSlider(
-        value=1.0, base=10, min=-2, max=2, step=0.2, description="T", readout_format=".2f", continuous_update=True
-    )
+    slider = _log_slider("T", -2, 2, 0.2, value=1.0, readout=".2f")
     return _Explorer(build, figsize=(5.6, 3.0), describe=describe, temperature=slider)
 
 
@@ -429,7 +403,7 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explo
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``SelectionSlider`` over d_k = 1, 2, 4, ..., 1024, starting at 64) and
+        ``StepSlider`` over d_k = 1, 2, 4, ..., 1024, starting at 64) and
         its ``result`` is a dict with the row last drawn: ``"d_k"``,
         ``"scores"`` (the raw scores of the row), ``"raw"`` (their softmax)
         and ``"scaled"`` (the softmax of ``scores / sqrt(d_k)``), and the
@@ -500,7 +474,7 @@ def dk_explorer(*, n_keys: int = 16, n_rows: int = 200, seed: int = 0) -> _Explo
                 f"the softmax of the raw scores gives its two largest weights {np.sort(raw)[-1]:.3f} and "
                 f"{np.sort(raw)[-2]:.3f}, that of the scaled scores {np.sort(scaled)[-1]:.3f} and {np.sort(scaled)[-2]:.3f}.")
 
-    slider = widgets.SelectionSlider(options=options, value=64, description="d_k", continuous_update=True)
+    slider = StepSlider(options, value=64, description="d_k", readout="d")
     return _Explorer(build, figsize=(10.0, 3.4), describe=describe, d_k=slider)
 
 
@@ -518,7 +492,7 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> _E
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatSlider`` from α = 1 to 3 in 20 steps of 0.1, starting at 1), its
+        ``StepSlider`` from α = 1 to 3 in 20 steps of 0.1, starting at 1), its
         ``result`` holds the weights last drawn and its ``text`` says them in
         words. The title names the mapping and the support size (how many
         weights are not exactly 0); only exact zeros are labelled "0".
@@ -583,9 +557,7 @@ def alpha_explorer(scores: ArrayLike, labels: Sequence[str] | None = None) -> _E
         return (f"At α = {alpha} ({drawn['name']}), the {_keys(row.size)} get the weights "
                 f"{_row_text(names, texts(weights), weights)}; {support} of {row.size} keep a weight above 0{dropped}.")
 
-    slider = widgets.FloatSlider(
-        value=1.0, min=1.0, max=3.0, step=0.1, description="α", readout_format=".2f", continuous_update=True
-    )
+    slider = StepSlider(np.round(np.linspace(1.0, 3.0, 21), 12), value=1.0, description="α", readout=".2f")
     return _Explorer(build, figsize=(5.6, 3.0), describe=describe, alpha=slider)
 
 
@@ -613,7 +585,7 @@ def overflow_explorer(
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatLogSlider`` from x = 1 to 1000, so the limits near 11, 88.7 and
+        ``StepSlider`` from x = 1 to 1000, so the limits near 11, 88.7 and
         709.8 are evenly spread, in 30 arrow-key steps of a factor
         10^0.1 ≈ 1.26, each limit between two of them) and its ``result`` is a
         dict with what was last drawn: ``"x"`` (the score), and ``"naive"`` and
@@ -727,9 +699,7 @@ def overflow_explorer(
             parts.append(f"e^x = {e_x:.3g} is finite in {_join(finite)} (up to x = {up_to}), and {weights}")
         return f"At x = {x}, softmax([x, 0]): " + "; ".join(parts) + "."
 
-    slider = widgets.FloatLogSlider(
-        value=start, base=10, min=0, max=3, step=0.1, description="x", readout_format=".1f", continuous_update=True
-    )
+    slider = _log_slider("x", 0, 3, 0.1, value=start, readout=".1f")
     return _Explorer(build, figsize=(3.4 * len(limits) + 0.6, 3.5), describe=describe, x=slider)
 
 
@@ -755,7 +725,7 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatLogSlider`` from c = 0.1 to 100, starting at 1, in 30
+        ``StepSlider`` from c = 0.1 to 100, starting at 1, in 30
         arrow-key steps of a factor 10^0.1 ≈ 1.26) and its ``result`` is a
         dict with what was last drawn: ``"c"``, ``"weights"``
         (``softmax(c·z)``), ``"jacobian"`` and ``"norm"`` (its Frobenius norm).
@@ -814,9 +784,7 @@ def saturation_explorer(scores: ArrayLike | None = None, labels: Sequence[str] |
                 f"to 0.25) has Frobenius norm {drawn['norm']:.3g}, its entries {float(np.abs(jac).max()):.3g} at most "
                 f"in size.")
 
-    slider = widgets.FloatLogSlider(
-        value=1.0, base=10, min=-1, max=2, step=0.1, description="c", readout_format=".2f", continuous_update=True
-    )
+    slider = _log_slider("c", -1, 2, 0.1, value=1.0, readout=".2f")
     return _Explorer(build, figsize=(10.0, 3.9), describe=describe, c=slider)
 
 
@@ -853,7 +821,7 @@ def mask_explorer(
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (an
-        ``IntSlider`` from 0 to `max_len` real tokens) and its ``result`` is
+        ``StepSlider`` from 0 to `max_len` real tokens) and its ``result`` is
         a dict with what was last drawn: ``"n_real"``, ``"scores"`` (the
         unmasked scaled scores), ``"mask"`` (bool, True = may attend) and
         ``"weights"``. Its ``text`` says what the heatmap shows in words.
@@ -946,10 +914,7 @@ def mask_explorer(
         return (f"At {n_real} real token{'s' * (drawn['n_real'] != 1)} of {size} ({padding} padding), the heatmap "
                 f"of causal attention weights has " + "; ".join(parts) + ".")
 
-    slider = widgets.IntSlider(
-        value=start, min=0, max=size, step=1, description="real tokens", style={"description_width": "initial"},
-        continuous_update=True,
-    )
+    slider = StepSlider(list(range(size + 1)), value=start, description="real tokens", readout="d")
     return _Explorer(build, figsize=(6.4, 5.2), describe=describe, n_real=slider)
 
 
@@ -983,13 +948,12 @@ def fading_explorer(
     -------
     ipywidgets.VBox
         Display it in a notebook. Its ``children[0]`` is the slider (a
-        ``FloatLogSlider`` over n from 2 to `max_n`; n is its value rounded
-        to an int) and its ``result`` is a dict with what was last drawn:
+        ``StepSlider`` over whole numbers n from 2 to `max_n`) and its ``result`` is a dict with what was last drawn:
         ``"n"`` and ``"weights"`` (name -> the relevant key's weight). Its
         ``text`` says them in words. An arrow key multiplies n by about 2:
         the steps run from 2 through `start`, as near a factor 2 each as
-        that allows (exactly 2 where `start` is a power of two), so that the
-        slider in the browser, which snaps to its steps, starts at `start`.
+        that allows (exactly 2 where `start` is a power of two), then on by
+        the same factor, the last step ending at `max_n`.
 
     Raises
     ------
@@ -1048,8 +1012,9 @@ def fading_explorer(
     low, octave = float(np.log10(2)), float(np.log10(2))
     span = float(np.log10(first)) - low
     step = span / max(1, round(span / octave)) if span > 0 else octave
-    slider = widgets.FloatLogSlider(
-        value=float(first), base=10, min=low, max=float(np.log10(top)), step=step,
-        description="n", readout_format=".0f", continuous_update=True,
-    )
+    exponents = low + step * np.arange(int(np.floor((np.log10(top) - low) / step + 1e-9)) + 1)
+    # Whole numbers of keys, ending at max_n: a step from the last of them to max_n is at least half a step.
+    values = sorted({int(round(10.0**e)) for e in exponents if 10.0 ** (e + step / 2) < top} | {first, top})
+    slider = StepSlider(values, value=first, description=f"n ({values[0]:g} to {values[-1]:g}, log scale)",
+                        readout="d")
     return _Explorer(build, figsize=(7.0, 3.4), describe=describe, n_float=slider)

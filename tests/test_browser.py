@@ -577,6 +577,8 @@ def test_run_all_in_jupyterlab(name, lab, capsys):
 
 # What test_run_all_in_jupyterlab reads of a notebook's panel, in one round trip (see Lab.query).
 _EXPLORERS = "panel => [...panel.querySelectorAll('.widget-interact')]"
+#: An explorer's slider (course_utils.controls.StepSlider): a native range input with a label.
+_SLIDER = ".course-slider input[type=range]"
 _FACTS = """panel => ({
   stderr: [...panel.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
     .map(n => `cell ${[...panel.querySelectorAll('.jp-Cell')].indexOf(n.closest('.jp-Cell')) + 1}: ${JSON.stringify(n.textContent.slice(0, 500))}`),
@@ -584,26 +586,25 @@ _FACTS = """panel => ({
   images: [...panel.querySelectorAll('.jp-OutputArea-output img')].map(img => img.complete && img.naturalWidth > 0),
   explorers: (%s)(panel).map(box => {
     const cell = box.closest('.jp-CodeCell');
-    return {sliders: box.querySelectorAll('.widget-slider, .widget-hslider').length, image: !!box.querySelector('img'),
+    return {sliders: box.querySelectorAll(%r).length, image: !!box.querySelector('img'),
             outside: [...cell.querySelectorAll('.jp-OutputArea-output img')].filter(img => !img.closest('.widget-interact')).length,
             live: !!cell.querySelector('.jp-OutputArea-output').querySelector('.widget-interact')};
   }),
-})""" % _EXPLORERS
-_POSITION = "h => ['aria-valuenow', 'aria-valuemin', 'aria-valuemax'].map(a => Number(h.getAttribute(a)))"
+})""" % (_EXPLORERS, _SLIDER)
+_POSITION = "h => [h.value, h.min, h.max].map(Number)"
 
 
 def _latencies(lab: Lab, name: str, index: int, knob: int) -> tuple[str, np.ndarray, np.ndarray]:
     """Press keys on slider `knob` of explorer `index` of a notebook; return its label and the ms from each keydown to
     the new figure: the reference (the whole figure redrawn each frame) and the blitted keypresses (see _time_keypresses)."""
     page = lab.page
-    handle = lab.element(name, f"(panel, [i, k]) => ({_EXPLORERS})(panel)[i].querySelectorAll('.noUi-handle')[k]",
+    handle = lab.element(name, f"(panel, [i, k]) => ({_EXPLORERS})(panel)[i].querySelectorAll('{_SLIDER}')[k]",
                          [index, knob])
     handle.scroll_into_view_if_needed()
     page.wait_for_function("h => { const img = h.closest('.widget-interact').querySelector('img');"
                            " return !!img && img.getClientRects().length > 0 && getComputedStyle(img).visibility !== 'hidden'; }",
                            arg=handle, timeout=60_000 * GUARD)  # its figure is shown
-    label = handle.evaluate("h => { const l = h.closest('.widget-slider, .widget-hslider').querySelector('.widget-label');"
-                            " return l ? l.textContent.trim() : ''; }") or f"slider {index}.{knob}"
+    label = handle.evaluate("h => h.labels.length ? h.labels[0].textContent.trim() : ''") or f"slider {index}.{knob}"
     handle.evaluate("""(handle) => {
       const box = handle.closest('.widget-interact');
       const record = window.course.latency = {keys: [], frames: []};
@@ -660,6 +661,46 @@ def _latencies(lab: Lab, name: str, index: int, knob: int) -> tuple[str, np.ndar
     return label, ms[~blitted], ms[blitted]
 
 
+def test_a_screen_reader_hears_the_sliders_name_its_value_and_what_the_figure_then_shows(lab):
+    """Lesson 01's slider in Chromium's accessibility tree: named by its label, valued as its readout; a key moves it
+    and the live region under the figure, the same node as before, says the new frame (WCAG 4.1.2 and 4.1.3)."""
+    name, label = "01_softmax_basics.ipynb", "T (0.01 to 100, log scale)"
+    page = lab.page
+    lab.wait_run(name)
+    with _screenshot_on_failure(page, "slider-a11y"):
+        lab.activate(name)
+        slider = page.get_by_role("slider", name=label, exact=True)  # Playwright's own reading of roles and names
+        assert slider.count() == 1, f"no slider named {label!r} in lesson 01"
+        box = slider.locator("xpath=ancestor::*[contains(@class, 'widget-interact')]")
+        live = box.get_by_role("status")
+        assert live.count() == 1 and live.get_attribute("aria-live") == "polite"
+        # Chromium's own tree, as assistive technology gets it: the name computed from the <label for>.
+        client = page.context.new_cdp_session(page)
+        try:
+            slider.evaluate("h => h.setAttribute('data-probe', '1')")
+            root = client.send("DOM.getDocument", {"depth": 0})["root"]["nodeId"]
+            node = client.send("DOM.querySelector", {"nodeId": root, "selector": "[data-probe='1']"})["nodeId"]
+            (ax, *_) = client.send("Accessibility.getPartialAXTree", {"nodeId": node, "fetchRelatives": False})["nodes"]
+        finally:
+            slider.evaluate("h => h.removeAttribute('data-probe')")
+            client.detach()
+        assert (ax["role"]["value"], ax["name"]["value"]) == ("slider", label)
+        shown = box.locator(".course-slider output")
+        assert slider.get_attribute("aria-valuetext") == shown.text_content() == "1.00", "the value said is the one shown"
+        before = live.text_content()
+        assert before.startswith("At T = 1.00, ")
+        live.evaluate("n => { n.dataset.first = 'yes'; }")  # the same region must say the next frame
+        slider.focus()
+        page.keyboard.press("ArrowRight")  # one step: 10**0.2
+        page.wait_for_function("([n, t]) => n.textContent !== t", arg=[live.element_handle(), before], timeout=30_000 * GUARD)
+        after = live.text_content()
+        assert live.get_attribute("data-first") == "yes", "the live region was replaced, not updated: not announced"
+        assert slider.get_attribute("aria-valuetext") == shown.text_content() == "1.58"
+        assert after.startswith("At T = 1.58, ") and after != before, after
+        page.keyboard.press("ArrowLeft")
+        page.wait_for_function("([n, t]) => n.textContent === t", arg=[live.element_handle(), before], timeout=30_000 * GUARD)
+
+
 # --- accessibility: axe-core on every lesson in JupyterLab (WCAG 2.0 and 2.1, levels A and AA; issue 37) -------------
 
 #: axe-core's tags for the rules of WCAG 2.0 and 2.1 at levels A and AA.
@@ -673,10 +714,6 @@ CONTENT = ".jp-RenderedMarkdown, .jp-OutputArea-output"
 #: button (aria-pressed on a custom element). Printed when found; they fail nothing. A new rule fails, to be looked at.
 JUPYTERLAB_KNOWN = {"aria-input-field-name", "scrollable-region-focusable", "aria-required-children", "button-name",
                     "aria-allowed-attr"}
-#: And ipywidgets' own, inside the course's outputs: its slider handle (noUiSlider's <div role="slider">) has no
-#: accessible name, and no Python setting gives it one (ipywidgets 8.1.9 never links the label to the handle, nor
-#: passes noUiSlider an aria option): listed, printed, not failed. The explorers say their value in a live region.
-IPYWIDGETS_KNOWN = {("aria-input-field-name", "noUi-handle")}
 _AXE = """async ([id, tags, content]) => {
   const panel = document.getElementById(id);
   const result = await axe.run(panel, {runOnly: {type: 'tag', values: tags}, resultTypes: ['violations']});
@@ -729,10 +766,8 @@ def test_axe_finds_no_wcag_violation_in_the_course_content(name, lab, capsys):
         started = page.evaluate("p => { const panel = window.course.axePanels[p]; const kernel = !!panel.sessionContext.session;"
                                 " panel.dispose(); return kernel; }", name)
         assert not started, "a lesson opened only to be read started a kernel"
-    widgets = [v for v in found if v["content"] and any(v["rule"] == rule and mark in v["html"]
-                                                        for rule, mark in IPYWIDGETS_KNOWN)]
-    ours = [v for v in found if v["content"] and v not in widgets]
-    theirs = sorted({v["rule"] for v in found if not v["content"]} | {f"{v['rule']} (ipywidgets)" for v in widgets})
+    ours = [v for v in found if v["content"]]
+    theirs = sorted({v["rule"] for v in found if not v["content"]})
     with capsys.disabled():
         print(f"\n  axe {name}: {len(ours)} violation(s) in the course's content; JupyterLab's own: "
               f"{', '.join(theirs) or 'none'}", end="")
@@ -808,7 +843,7 @@ def test_every_slider_redraws_quicker_than_its_whole_figure(name, lab, capsys):
     lab.activate(name)
     results = []
     with _screenshot_on_failure(lab.page, f"slider-{name}"):
-        knobs = lab.query(name, f"panel => ({_EXPLORERS})(panel).map(box => box.querySelectorAll('.noUi-handle').length)")
+        knobs = lab.query(name, f"panel => ({_EXPLORERS})(panel).map(box => box.querySelectorAll('{_SLIDER}').length)")
         sliders = [(i, k) for i, count in enumerate(knobs) for k in range(count)]
         for index, knob in sliders:
             label, reference, ms = _latencies(lab, name, index, knob)

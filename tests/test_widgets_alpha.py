@@ -18,7 +18,8 @@ def close_figures():
 
 def test_the_slider_spans_alpha_from_1_to_3_in_20_keyboard_steps_and_starts_at_softmax():
     slider = alpha_explorer(ROW).children[0]
-    assert (slider.min, slider.max, slider.step, slider.value) == (1.0, 3.0, 0.1, 1.0)
+    assert (slider.values[0], slider.values[-1], len(slider.values), slider.value) == (1.0, 3.0, 21, 1.0)
+    np.testing.assert_allclose(np.diff(slider.values), 0.1, rtol=1e-12)
 
 
 def test_alpha_1_is_softmax_exactly():

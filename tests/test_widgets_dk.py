@@ -17,7 +17,7 @@ def close_figures():
 
 def test_the_slider_spans_d_k_from_1_to_1024_in_powers_of_two_and_starts_at_64():
     slider = dk_explorer().children[0]
-    assert list(slider.options) == [2**i for i in range(11)]
+    assert list(slider.values) == [2**i for i in range(11)]
     assert slider.value == 64
 
 

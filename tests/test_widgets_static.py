@@ -9,7 +9,6 @@ import io
 import json
 from pathlib import Path
 
-import ipywidgets as widgets
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -18,6 +17,7 @@ from PIL import Image
 
 from course_utils import widgets as explorers
 from course_utils.plotting import figure_html
+from course_utils.controls import StepSlider
 from course_utils.widgets import _Explorer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def _toy(start: int = 3) -> _Explorer:
 
         return frame
 
-    return _quiet(_Explorer, build, figsize=(3.0, 2.0), n=widgets.IntSlider(value=start, min=1, max=6, description="n"))
+    return _quiet(_Explorer, build, figsize=(3.0, 2.0), n=StepSlider(range(1, 7), value=start, description="n"))
 
 
 def test_the_still_is_the_first_frame():
@@ -118,16 +118,10 @@ def _full_render(explorer: _Explorer) -> np.ndarray:
     return np.asarray(explorer.figure.canvas.buffer_rgba()).copy()
 
 
-def _moves(slider) -> list:
+def _moves(slider: StepSlider) -> list:
     """Three slider values to move to: near the top, the bottom, the middle."""
-    if isinstance(slider, widgets.SelectionSlider):
-        options = list(slider.options)
-        return [options[-1], options[0], options[len(options) // 2]]
-    low, high = slider.min, slider.max
-    if isinstance(slider, widgets.FloatLogSlider):
-        return [slider.base ** (high - 0.1 * (high - low)), slider.base ** low, slider.base ** ((low + high) / 2)]
-    middle = (low + high) / 2
-    return [high, low, round(middle) if isinstance(slider, widgets.IntSlider) else middle]
+    values = slider.values
+    return [values[-2], values[0], values[len(values) // 2]]
 
 
 def _call(make):
