@@ -44,17 +44,18 @@ _FIELDS = ("lesson", "title", "minutes", "objectives", "prerequisites")
 LESSON_FILE = re.compile(r"^(\d\d[a-z]?)_.*\.ipynb$")
 
 #: The minutes model, in one place: what a learner who does every exercise spends on each thing a lesson holds.
-#: Calibrated (course_utils/data/minutes_readings.json) on expert readings of every notebook made in November 2026
-#: by readers who did each exercise, a first wrong attempt included: the README's "Minutes are computed" compares
-#: them. Prose with formulas is read at 75 words a minute, with the discussion at the end; a display equation asks
-#: for a minute and a half more; a code cell, read and run, half a minute (its output is read as prose, or
-#: studied as a figure or table); a figure, slider picture or table, a minute and a half; an exercise, by its
-#: kind, as the readers timed them with a first wrong attempt.
+#: Calibrated (course_utils/data/minutes_readings.json) on three rounds of expert readings of every notebook made in
+#: November 2026 by readers who did each exercise, a first wrong attempt included: the README's "Minutes are
+#: computed" compares them. Prose is read at 80 words a minute, with the discussion at the end; a display equation
+#: asks a minute more, and each inline formula ($...$) three seconds; code is read and run at 12 lines a minute (not
+#: blank, not a comment: a long cell takes longer than a short one, as the readers found); a figure, slider picture
+#: or table, a minute; an exercise, by its kind, as the readers timed them with a first wrong attempt.
 RATES: dict[str, float] = {
-    "words": 1 / 75,
-    "equations": 1.5,
-    "code cells": 0.5,
-    "figures and tables": 1.5,
+    "words": 1 / 80,
+    "equations": 1.0,
+    "inline maths": 0.05,
+    "code lines": 1 / 12,
+    "figures and tables": 1.0,
     "predict a value": 3.0,
     "write a line": 6.0,
     "write a function": 9.0,
@@ -100,16 +101,19 @@ def lesson_counts(notebook: Mapping[str, Any], *, optional: bool = False,
     """What the minutes model counts in a notebook: its required cells, or with ``optional=True`` its optional ones.
 
     Words count every Markdown cell but the generated header (display equations left out); equations, the
-    ``$$ ... $$`` blocks; figures and tables, every picture in the outputs, every HTML table in them and every
+    ``$$ ... $$`` blocks; inline maths, the ``$...$`` in the prose; code lines, the lines of code cells that are
+    neither blank nor a comment; figures and tables, every picture in the outputs, every HTML table in them and every
     Markdown table; exercises, those of the lesson's exercise module by :func:`exercise_kind` (or
     `exercise_kinds`), all in the required part.
 
     Examples
     --------
     >>> cell = lambda kind, text: {"cell_type": kind, "source": text, "metadata": {}}
-    >>> nb = {"cells": [cell("markdown", "# header"), cell("markdown", "two words $$x$$"), cell("code", "x = 1")]}
-    >>> lesson_counts(nb, exercise_kinds={"write a line": 1})["words"], lesson_counts(nb)["equations"]
-    (2, 1)
+    >>> nb = {"cells": [cell("markdown", "# header"), cell("markdown", "two words $$x$$ and $y$"),
+    ...                 cell("code", "# a comment\\nx = 1")]}
+    >>> counts = lesson_counts(nb, exercise_kinds={"write a line": 1})
+    >>> counts["words"], counts["equations"], counts["inline maths"], counts["code lines"]
+    (4, 1, 1, 1)
     """
     counts = dict.fromkeys(RATES, 0)
     for index, cell in enumerate(notebook["cells"]):
@@ -118,10 +122,12 @@ def lesson_counts(notebook: Mapping[str, Any], *, optional: bool = False,
         source = "".join(cell["source"])
         if cell["cell_type"] == "markdown" and index > 0:
             counts["equations"] += len(re.findall(r"\$\$.*?\$\$", source, re.S))
-            counts["words"] += len(re.sub(r"\$\$.*?\$\$", " ", source, flags=re.S).split())
+            prose = re.sub(r"\$\$.*?\$\$", " ", source, flags=re.S)
+            counts["inline maths"] += len(re.findall(r"\$[^$\n]+\$", prose))
+            counts["words"] += len(prose.split())
             counts["figures and tables"] += len(re.findall(r"^\|[ :|-]*-[ :|-]*\|\s*$", source, re.M))
         elif cell["cell_type"] == "code" and source.strip():
-            counts["code cells"] += 1
+            counts["code lines"] += sum(1 for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
             for output in cell.get("outputs", []):
                 data = output.get("data", {})
                 counts["figures and tables"] += ("image/png" in data) + ("<table" in "".join(data.get("text/html", "")))
@@ -156,8 +162,8 @@ def learner_minutes(notebook: Mapping[str, Any], exercise_kinds: Mapping[str, in
     >>> cell = lambda kind, text, tags=(): {"cell_type": kind, "source": text, "metadata": {"tags": list(tags)}}
     >>> nb = {"cells": [cell("markdown", "# header"), cell("markdown", "word " * 800), cell("code", "x = 1"),
     ...                 cell("markdown", "more " * 800, ["optional"])]}
-    >>> learner_minutes(nb, exercise_kinds={"write a function": 1})  # 800 / 75 + 0.5 + 9 = 20.2, rounded up
-    25
+    >>> learner_minutes(nb, exercise_kinds={"write a function": 1})  # 800 / 80 + 1 / 12 + 9 = 19.1, rounded up
+    20
     """
     return _rounded_up(model_minutes(notebook, exercise_kinds=exercise_kinds))
 
@@ -176,7 +182,7 @@ def optional_minutes(notebook: Mapping[str, Any]) -> int:
     --------
     >>> cell = lambda kind, text, tags=(): {"cell_type": kind, "source": text, "metadata": {"tags": list(tags)}}
     >>> optional_minutes({"cells": [cell("markdown", "# header"), cell("markdown", "more " * 800, ["optional"])]})
-    15
+    10
     """
     if not any(lesson_counts(notebook, optional=True).values()):
         return 0
@@ -393,30 +399,44 @@ CALIBRATION = 0.15
 
 
 def calibration_markdown(directory: str | Path, readings: str | Path = READINGS) -> str:
-    """A Markdown table of each notebook's expert reading against the model's minutes for the whole notebook.
+    """A Markdown table of each notebook's expert readings against the model's minutes.
 
-    The model counts the whole notebook, optional parts included, as the readers read it; each row gives the
-    difference as a share of the reading, and the last line says for how many the model is within
-    :data:`CALIBRATION` of it, naming the others.
+    Two comparisons: the whole notebook (optional parts included, as the readers of every round read it) against
+    the mean of the readings; and the required path alone against the last round, a fresh rerun by readers who
+    gave the required path apart. Each difference is a share of the reading, and a line under the table says for
+    how many notebooks the model is within :data:`CALIBRATION` of it, naming the others.
     """
-    recorded: dict[str, list[int]] = {}
+    recorded: dict[str, list[dict[str, Any]]] = {}
     for r in json.loads(Path(readings).read_text(encoding="utf-8"))["readings"]:
-        recorded.setdefault(r["lesson"], []).append(r["minutes"])
-    rows = ["| Notebook | Expert readings (min) | Their mean | Model (min) | Difference |", "|---|---|---|---|---|"]
-    outside = []
+        recorded.setdefault(r["lesson"], []).append(r)
+    last = max(r["round"] for rs in recorded.values() for r in rs)
+    rows = ["| Notebook | Readings, whole (min) | Their mean | Model | Difference "
+            f"| Round {last}, required | Model, required | Difference |", "|---|---|---|---|---|---|---|---|"]
+    outside: dict[str, list[str]] = {"mean": [], "last": []}
     for path in sorted(Path(directory).glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
         record = nb.get("metadata", {}).get(METADATA_KEY, {})
         key = str(record.get("lesson", record.get("page", "")))
         if key not in recorded:
             continue
-        read = sum(recorded[key]) / len(recorded[key])
-        model = model_minutes(nb) + model_minutes(nb, optional=True)
+        whole = [r["minutes"] for r in recorded[key]]
+        read = sum(whole) / len(whole)
+        required = model_minutes(nb)
+        model = required + model_minutes(nb, optional=True)
         share = (model - read) / read
-        if abs(share) > CALIBRATION:
-            outside.append(f"{key} ({share:+.0%})")
-        rows.append(f"| {path.name} | {', '.join(str(m) for m in recorded[key])} | {read:.0f} | {model:.0f} | {share:+.0%} |")
+        fresh = [r["required"] for r in recorded[key] if r["round"] == last and "required" in r]
+        fresh_share = (required - fresh[0]) / fresh[0] if fresh else None
+        for name, value in (("mean", share), ("last", fresh_share)):
+            if value is not None and abs(value) > CALIBRATION:
+                outside[name].append(f"{key} ({value:+.0%})")
+        rows.append(f"| {path.name} | {', '.join(str(m) for m in whole)} | {read:.0f} | {model:.0f} | {share:+.0%} | "
+                    + (f"{fresh[0]} | {required:.0f} | {fresh_share:+.0%} |" if fresh else "– | – | – |"))
     n = len(rows) - 2
-    line = (f"The model is within ±{CALIBRATION:.0%} of the readings' mean for {n - len(outside)} of {n} notebooks"
-            + (f"; not for {', '.join(outside)}." if outside else "."))
-    return "\n".join(rows) + "\n\n" + line
+
+    def within(name: str, what: str) -> str:
+        found = outside[name]
+        return (f"within ±{CALIBRATION:.0%} of {what} for {n - len(found)} of {n} notebooks"
+                + (f" (not for {', '.join(found)})" if found else ""))
+
+    return ("\n".join(rows) + "\n\nThe model is " + within("mean", "the readings' mean") + ", and "
+            + within("last", f"round {last}'s required path") + ".")
