@@ -92,10 +92,13 @@ class _Explorer(widgets.VBox):
 
     Each frame is also put in words (WCAG 2.1, 1.1.1 and 4.1.3): `describe`
     writes one sentence from what the frame drew, with the sliders' values
-    as their readouts show them first. The sentence is the picture's
-    accessible name (the ``title`` of its ``<img>``, see `_NamedImage`) and
-    the text of a live region under it (``role="status"``), which screen
-    readers announce when a slider moves.
+    as their readouts show them first. The sentence is the text of a live
+    region under the picture (``role="status"``), which screen readers
+    announce when a slider moves; the picture's accessible name (the
+    ``title`` of its ``<img>``, see `_NamedImage`) says the values and
+    points to it, so that a screen reader does not read the sentence twice
+    (a short text alternative and a long description next to it, WCAG
+    technique G73).
 
     Displayed, its bundle holds four views: the live widget
     (``application/vnd.jupyter.widget-view+json``, which JupyterLab,
@@ -126,7 +129,7 @@ class _Explorer(widgets.VBox):
     figure : matplotlib.figure.Figure
         The figure every frame is drawn into.
     image : ipywidgets.Image
-        The widget that shows the frame, as PNG; its ``tooltip`` is `text`.
+        The widget that shows the frame, as PNG; its ``tooltip`` names the values and points to `text`.
     live : course_utils.controls.LiveText
         The live region under the picture; it shows `text`.
     result
@@ -163,7 +166,7 @@ class _Explorer(widgets.VBox):
     >>> explorer.result, len(explorer.figure.axes[0].patches), explorer.image.value == explorer.still
     (5, 5, False)
     >>> explorer.image.tooltip, explorer.still_text
-    ('At n = 5, 5 bars of height 1.', 'At n = 3, 3 bars of height 1.')
+    ('Figure at n = 5, described in the text below it', 'At n = 3, 3 bars of height 1.')
     >>> data, metadata = explorer._repr_mimebundle_()
     >>> data["text/plain"], metadata
     ('explorer with slider n: run the notebook to move it', {'image/png': {'alt': 'At n = 3, 3 bars of height 1.'}})
@@ -233,10 +236,12 @@ class _Explorer(widgets.VBox):
             figure.draw_artist(artist)
         buffer = io.BytesIO()  # compressed lightly: at the default level, encoding costs more than drawing
         PIL.Image.fromarray(np.asarray(canvas.buffer_rgba())).save(buffer, format="png", compress_level=1)
-        self.text = self._describe(self.result, **{name: slider.readout for name, slider in self._sliders.items()})
+        readouts = {name: slider.readout for name, slider in self._sliders.items()}
+        self.text = self._describe(self.result, **readouts)
         with self.image.hold_sync():  # the picture and its name in one message
             self.image.value = buffer.getvalue()
-            self.image.tooltip = self.text
+            values = _join([f"{slider.description.split(' (')[0]} = {readouts[name]}" for name, slider in self._sliders.items()])
+            self.image.tooltip = f"Figure at {values}, described in the text below it"
         self.live.text = self.text
 
     def _repr_mimebundle_(self, **kwargs: Any) -> tuple[dict[str, Any], dict[str, Any]]:
