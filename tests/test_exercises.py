@@ -499,3 +499,72 @@ def test_hints_are_wrapped(ex, capsys):
         ex.hint()
     for line in capsys.readouterr().out.splitlines():
         assert len(line) <= exercises.core.WIDTH or "`" in line or "[" in line, line
+
+
+# --- Review 33: the time limit, the course's own functions, hints that name only what the learner wrote -------
+
+
+def test_a_bare_except_nested_in_another_cannot_swallow_the_time_limit(monkeypatch):
+    """Once the time is spent every new line of the learner's code raises the stop again, so the line after the
+    one that caught it (the inner `except`'s body) raises it into the outer one, and the outer one's body out."""
+    import sys
+    import time
+
+    monkeypatch.setattr(exercises.core, "TIME_LIMIT", 0.3)
+    ex = exercises.load("01").q1
+
+    def stubborn(x):
+        while True:
+            try:
+                try:
+                    with np.errstate(all="ignore"):  # its exit must run: NumPy's settings come back
+                        while True:
+                            pass
+                except:  # noqa: E722 (the learner's bare excepts are the point)
+                    pass
+            except:  # noqa: E722
+                continue
+
+    before, trace = np.geterr(), sys.gettrace()
+    start = time.monotonic()
+    verdict = ex.evaluate(stubborn)
+    assert verdict.mistake == "taking too long" and time.monotonic() - start < 3
+    assert np.geterr() == before and sys.gettrace() is trace
+    assert ex.evaluate(ex.reference).passed
+
+
+OWN = [("06", "q1", lambda x: exercises.lesson06.sparsemax(x), "sparsemax"),
+       ("07", "q1", lambda m1, l1, m2, l2: tuple(exercises.lesson07.merge_softmax_states(
+           exercises.lesson07.SoftmaxState(m1, l1), exercises.lesson07.SoftmaxState(m2, l2))), "merge_softmax_states"),
+       ("07", "q2", lambda q, k, v, bq, bk: exercises.lesson07.tiled_attention(q, k, v, block_q=bq, block_k=bk)[0],
+        "tiled_attention"),
+       ("07b", "q3", lambda outs, lses: exercises.lesson07b.merge_attention_parts(outs, lses)[0], "merge_attention_parts"),
+       ("09", "q1", lambda x, sink: exercises.lesson09.softmax_with_sink(x, sink), "softmax_with_sink"),
+       ("09b", "q1", lambda x, s: exercises.lesson09b.scalable_softmax(x, s), "scalable_softmax"),
+       ("09b", "q2", lambda x, c: exercises.lesson09b.softcap(x, c), "softcap")]
+
+
+@pytest.mark.parametrize("lesson,name,answer,function", OWN, ids=[f"{l}.{q}" for l, q, _, _ in OWN])
+def test_calling_the_course_function_the_exercise_asks_for_is_refused_by_name(lesson, name, answer, function):
+    ex = getattr(exercises.load(lesson), name)
+    verdict = ex.evaluate(answer)
+    assert not verdict and verdict.mistake == exercises.core.OWN_FUNCTION
+    assert f"calls `course_utils.{function}`, which is the function this exercise asks you to write" in verdict.message
+    assert ex.evaluate(ex.reference).passed  # the checker's own call of it is not the learner's
+
+
+def test_the_generic_clip_hint_names_no_limit_the_learner_may_not_have_used():
+    step = exercises.core.generic_next_steps()["clipping every input to [-50, 50]"]
+    assert "50" not in step and "`np.clip(...)`" in step
+
+
+def test_the_first_floating_point_error_is_named_with_the_learners_line():
+    from course_utils.exercises.core import Case, first_float_error
+
+    def overflowing(x):
+        e = np.exp(x)
+        return e / e.sum()
+
+    found = first_float_error(overflowing, Case((np.array([1000.0, 0.0]),)))
+    assert found.startswith("'overflow encountered in exp', at line") and "`e = np.exp(x)`" in found
+    assert first_float_error(overflowing, Case((np.array([1.0, 0.0]),))) is None

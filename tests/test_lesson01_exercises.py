@@ -314,3 +314,29 @@ def test_q3_an_answer_that_floors_t_is_not_called_float32():
 
 def test_q3_a_float64_answer_that_reads_t_as_float32_still_passes():
     assert EX.q3.evaluate(lambda x, t: _stable_over_t(np.asarray(x, dtype=float) / np.float32(t))).passed
+
+
+# --- review 33 ---------------------------------------------------------------------------------------
+
+
+def test_q3_a_floor_on_the_temperature_is_judged_on_the_case_it_breaks_not_called_lost_digits():
+    """N1: `max(T, 0.05)` is off by 2e-9 on one case and by 0.35 on the next: a formula, not its digits."""
+    def floored(x, temperature):
+        z = x / max(temperature, 0.05)
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    verdict = EX.q3.evaluate(floored)
+    assert not verdict and verdict.mistake != "a small error" and "loses digits" not in verdict.message
+
+
+def test_q3_the_float32_advice_names_only_casts_that_fail():
+    """Notes: `x / np.float32(T)` passes, so the float32 feedback must not tell the learner to drop it."""
+    def float32_temperature(x, temperature):
+        z = np.asarray(x) / np.float32(temperature)
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    assert EX.q3.evaluate(float32_temperature).passed
+    verdict = EX.q3.evaluate(lambda x, t: EX.q3.reference(np.asarray(x, dtype=np.float32), np.float32(t)))
+    assert not verdict and "float32" in verdict.message and "np.float32(temperature)" not in verdict.message

@@ -184,3 +184,39 @@ def test_q1_a_number_between_88_and_89_is_told_to_round_down_to_an_integer(answe
 @pytest.mark.parametrize("answer", [88, 89, 709, 87.5])
 def test_q1_answers_outside_88_to_89_are_not_told_to_round_down(answer):
     assert "round it down" not in EX.q1.evaluate(answer).message
+
+
+# --- review 33 ---------------------------------------------------------------------------------------
+
+
+def _log_of_softmax_plus(eps):
+    def answer(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return np.log(e / e.sum(axis=-1, keepdims=True) + eps)
+
+    return answer
+
+
+@pytest.mark.parametrize("eps", [1e-9, 1e-12, 1e-15])
+def test_q2_the_log_of_the_probabilities_plus_a_small_number_is_named_not_called_positive(eps):
+    """N2: log(p + 1e-12) has an entry of 1e-12, 0 to the tolerance; its mistake is the log of the probabilities."""
+    verdict = EX.q2.evaluate(_log_of_softmax_plus(eps))
+    assert not verdict and "positive entries" not in verdict.message
+    assert "the log of the probabilities with a small number" in _unwrapped(verdict.message)
+    assert "Never form the probabilities" in verdict.next_step
+
+
+def test_q2_a_result_rounded_to_4_decimals_is_named_as_that_slip_alone():
+    """N3: no "loses digits" guess beside the rounding, and 4 decimals even where the case shows 0.8620 as 0.862."""
+    def rounded(x):
+        shifted = x - x.max(axis=-1, keepdims=True)
+        return np.round(shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True)), 4)
+
+    verdict = EX.q2.evaluate(rounded)
+    assert verdict.mistake == "rounding the result to 4 decimals" and "loses digits" not in verdict.message
+
+
+def test_q3_minus_infinity_gets_its_own_feedback_not_the_overflow_one():
+    verdict = EX.q3.evaluate(-math.inf)
+    assert verdict.mistake == "minus infinity" and ".sum()" not in verdict.message
+    assert EX.q3.evaluate(math.inf).mistake == "overflow to inf"

@@ -34,3 +34,12 @@ def test_q3_each_check_uses_new_key_lengths_and_keeps_its_fixed_cases():
     assert ex.cases == fixed
     drawn = set(lengths) - {case.args[0].shape[-1] for case in fixed}
     assert len(drawn) >= 3 and all(math.isqrt(d) ** 2 != d for d in drawn)
+
+
+def test_q3_the_next_step_for_a_root_rounded_down_names_every_way_to_write_it():
+    """Review 33, N4: `int(...)` and `math.isqrt` round down as `math.floor` does; the step names what to look for."""
+    ex = exercises.load("03").q3
+    for answer in (lambda Q, K: Q @ K.T / int(np.sqrt(Q.shape[-1])), lambda Q, K: Q @ K.T / math.isqrt(Q.shape[-1])):
+        verdict = ex.evaluate(answer)
+        assert verdict.mistake == "rounding √d_k down"
+        assert "`int(...)`" in verdict.next_step and "`math.isqrt(...)`" in verdict.next_step

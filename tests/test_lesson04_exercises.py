@@ -241,7 +241,7 @@ def test_q2_a_jacobian_the_watching_cannot_follow_is_caught_by_its_memory_on_a_f
         n = int(out.split("on this row of n = ")[1].split(" ")[0])
         assert 32 <= n < 1024 and n not in FIXED_N
         assert "the memory of an n x n Jacobian" in out and "This is exactly what" not in out
-        assert verdict.next_step.startswith("Replace `(np.diag(p) - np.outer(p, p)) @ g`")
+        assert verdict.next_step.startswith("Find where your function makes n x n numbers")
 
 
 def test_q2_each_check_draws_two_rows_of_new_lengths_and_keeps_its_fixed_cases():
@@ -286,8 +286,10 @@ def test_q2_after_a_jacobian_the_next_step_is_the_vector_formula_in_code(capsys)
     feedback = _unwrapped(capsys.readouterr().out)
     ex.hint()
     step = _unwrapped(capsys.readouterr().out)
-    assert step.startswith("Next step for this mistake: Replace `(np.diag(p) - np.outer(p, p)) @ g`")
-    assert step.split(": ", 1)[1] not in feedback
+    assert step.startswith("Next step for this mistake: Find where your function makes n x n numbers")
+    assert "`p * (g - (g * p).sum(axis=-1, keepdims=True))`" in step and step.split(": ", 1)[1] not in feedback
+    # It names no code the learner did not write: it says what to look for (review 33, N5).
+    assert "Replace `(np.diag(p) - np.outer(p, p)) @ g`" not in step
 
 
 def test_q2_the_watching_sees_an_n_by_n_block_but_not_the_inputs_stacked():

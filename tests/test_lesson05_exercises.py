@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils import attention_entropy, causal_mask, exercises, scaled_dot_product_attention
+from course_utils import attention_entropy, causal_mask, exercises, scaled_dot_product_attention, softmax
 from rounding_bounds import exponent_error
 from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
@@ -45,10 +45,83 @@ def test_q2_a_fully_masked_row_gives_zeros_not_nan():
     np.testing.assert_array_equal(out, [[1.0, 0.0], [0.0, 0.0]])
 
 
-def test_q2_the_minus_1e9_fill_is_caught_only_by_the_fully_masked_row():
+def test_q2_the_minus_1e9_fill_is_caught_by_scores_far_apart_and_by_the_fully_masked_row():
     wrong = EX.q2.wrong_answers["-1e9 as the fill value"]
     agrees = [np.allclose(wrong(*c.args), EX.q2.reference(*c.args), rtol=1e-12, atol=0) for c in EX.q2.cases]
-    assert agrees == [True] * (len(agrees) - 1) + [False]
+    assert agrees == [True] * (len(agrees) - 2) + [False, False]
+
+
+def _finite_fill_times_mask(scores, mask):
+    return softmax(np.where(mask, scores, -1e9), axis=-1) * mask
+
+
+def _additive_fill_times_mask(scores, mask):
+    return softmax(scores + (1.0 - mask) * -10000.0, axis=-1) * mask  # BERT's additive -10000
+
+
+def _finite_fill_guarded(scores, mask):
+    weights = softmax(np.where(mask, scores, -1e4), axis=-1)
+    return np.where(np.broadcast_to(mask, scores.shape).any(axis=-1, keepdims=True), weights, 0.0)
+
+
+FINITE_FILLS = {  # review 33, A1: `* mask` repairs the fully masked row, so only scores far apart show the fill
+    "np.where(mask, scores, -1e9), then * mask": _finite_fill_times_mask,
+    "scores + (1 - mask) * -10000, then * mask": _additive_fill_times_mask,
+    "np.where(mask, scores, -1e4), with a guard": _finite_fill_guarded,
+}
+
+
+@pytest.mark.parametrize("name", FINITE_FILLS)
+def test_q2_a_finite_fill_is_rejected_and_named_even_when_repaired_by_times_mask(name):
+    verdict = EX.q2.evaluate(FINITE_FILLS[name])
+    assert not verdict and "a finite fill for the blocked scores" in _unwrapped(verdict.message)
+    assert "`-np.inf`" in verdict.next_step
+
+
+def test_q2_an_answer_in_float32_still_passes_on_the_scores_far_apart():
+    """The tolerance admits float32: the far row's allowed scores are 2048 apart, float32's spacing at 2e10."""
+    def in_float32(scores, mask):
+        return EX.q2.reference(np.asarray(scores, dtype=np.float32), mask)
+
+    assert EX.q2.evaluate(in_float32).passed
+
+
+def test_q2_a_clip_that_fails_only_on_scores_far_apart_is_not_named_a_finite_fill():
+    verdict = EX.q2.evaluate(lambda scores, mask: EX.q2.reference(np.clip(scores, -1e4, 1e4), mask))
+    assert not verdict and "finite fill" not in verdict.message
+
+
+def _additive_minus_inf(scores, mask):
+    return softmax(scores + (1 - mask) * -np.inf, axis=-1)
+
+
+def _unshifted_nan_to_num(scores, mask):
+    e = np.exp(np.where(mask, scores, -np.inf))
+    return np.nan_to_num(e / e.sum(axis=-1, keepdims=True))
+
+
+@pytest.mark.parametrize("answer,cause,not_said", [
+    # review 33, N6 and N7: the nan of 0 * -inf is not an overflow, and a hidden overflow is not an underflow
+    (_additive_minus_inf, "'invalid value encountered in multiply'", "overflowed"),
+    (lambda scores, mask: np.nan_to_num(_additive_minus_inf(scores, mask)), "'invalid value encountered in multiply'",
+     "underflowed"),
+    (_unshifted_nan_to_num, "'overflow encountered in exp'", "underflowed"),
+], ids=["(1 - mask) * -inf", "(1 - mask) * -inf, nan_to_num", "no shift, nan_to_num"])
+def test_q2_a_nan_or_a_hidden_nan_is_traced_to_the_step_numpy_reports(answer, cause, not_said):
+    verdict = EX.q2.evaluate(answer)
+    message = _unwrapped(verdict.message)
+    assert not verdict and f"NumPy reports {cause}" in message and not_said not in message
+
+
+def test_q2_rows_made_uniform_where_no_key_is_allowed_are_not_called_a_minus_1e9_fill():
+    def uniform_empty_rows(scores, mask):  # review 33, N8
+        mask = np.broadcast_to(mask, scores.shape)
+        s = np.where(mask, scores, -np.inf)
+        return softmax(np.where(~mask.any(axis=-1, keepdims=True), 0.0, s), axis=-1)
+
+    verdict = EX.q2.evaluate(uniform_empty_rows)
+    assert not verdict and "-1e9" not in verdict.message and "gives weight to a masked key" in verdict.message
+    assert "`np.where(mask.any(axis=-1, keepdims=True), weights, 0.0)`" in verdict.next_step
 
 
 def test_q2_renormalizing_after_the_softmax_is_caught_by_a_dominant_masked_score(capsys):
@@ -157,3 +230,14 @@ def test_q3_entropies_truncated_to_two_decimals_are_named_and_told_to_round(caps
     assert "cut off after two decimals" in _unwrapped(capsys.readouterr().out)
     assert "`round(1.0986, 2)`" in verdict.next_step
     assert EX.q3.check([0, 0.69, 1.10, 1.39, 1.61]), capsys.readouterr().out
+
+
+def test_q1_sorting_the_callers_list_of_lengths_is_named_as_changing_an_input():
+    """Review 33 (notes): `lengths.sort()` reorders the caller's list, a slip of its own."""
+    def sorts_lengths(lengths, max_len):
+        lengths.sort()
+        j = np.arange(max_len)
+        return (j[None, :] <= j[:, None])[None] & (j[None, :] < np.asarray(lengths)[:, None])[:, None, :]
+
+    verdict = EX.q1.evaluate(sorts_lengths)
+    assert verdict.mistake == "changing an input in place" and "`lengths`" in verdict.message

@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils import exercises
+from course_utils.exercises import lesson05b
 from course_utils.exercises.lesson05b import BUGGY_CODE
 from rounding_bounds import attention_error, multihead_attention_error
 from test_exercises import _unwrapped  # the printed text, before it was wrapped
@@ -103,7 +104,7 @@ def test_q4_has_a_fully_masked_row_and_scores_beyond_the_weak_fill():
 
 def test_q4_the_seeds_own_fill_agrees_with_sdpa_where_a_key_is_allowed():
     Q, K, V, mask = EX.q4.cases[1].args
-    seed = EX.q4.wrong_answers["the seed with d_k defined"](Q, K, V, mask)
+    seed = EX.q4.wrong_answers[lesson05b._Q4_SEED](Q, K, V, mask)
     sdpa = F.scaled_dot_product_attention(Q, K, V, attn_mask=mask)
     rows = mask.any(dim=-1)
     # float64 rounding of two attention computations (the seed's fill, and SDPA's), each within attention_error.
@@ -126,7 +127,8 @@ def test_the_solutions_pass(capsys):
         assert getattr(EX, name).check(fix), capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("fill", "accepted"), [(-1e9, True), (torch.finfo(torch.float64).min, True), (-1e5, False), (-1e4, False)])
+@pytest.mark.parametrize(("fill", "accepted"), [(-1e9, True), (torch.finfo(torch.float64).min, True), (-1e5, False), (-1e4, False),
+                                               (-6e5, False)])  # -6e5: review 33, A2 (the scores are -1e6 after the scale)
 def test_q4_a_finite_fill_with_the_empty_row_guard_passes_only_if_it_is_far_enough(fill, accepted, capsys):
     def fix(Q, K, V, mask=None):
         scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
@@ -277,7 +279,7 @@ def test_q4_teaches_the_guard_that_lesson_05c_accepts_and_names_nan_to_num_only_
     assert not guard_05c.evaluate(lambda out, mask: np.nan_to_num(out, nan=0.0)).passed
 
 
-@pytest.mark.parametrize("mistake", ["the seed with d_k defined", "-inf with the rows that have no allowed key left NaN"])
+@pytest.mark.parametrize("mistake", [lesson05b._Q4_SEED, "-inf with the rows that have no allowed key left NaN"])
 def test_q4_the_next_step_for_an_unguarded_empty_row_selects_on_the_mask(mistake, capsys):
     label = next(label for label in EX.q4.wrong_answers if label.startswith(mistake))
     verdict = EX.q4.check(EX.q4.wrong_answers[label])
@@ -400,3 +402,66 @@ def test_a_mask_applied_before_the_softmax_is_not_told_to_move_it_there(name, an
 def test_the_future_leak_next_step_names_every_way_a_mask_before_the_softmax_leaks():
     step = EX.q2.properties[0].next_step
     assert "finite fill such as -10" in step and "True as *may attend*" in step and "not onto the weights after it" not in step
+
+
+# --- review 33: each answer is named by the mistake it made ---------------------------------------------
+
+
+def _q1_float_mask_with_pads_true(mha, x, lengths):
+    real = torch.arange(x.shape[1])[None, :] < torch.as_tensor(lengths)[:, None]
+    return mha(x, x, x, key_padding_mask=(~real).to(x.dtype))[0]
+
+
+def _q2_fill(fill):
+    def answer(q, k, v):
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(q.shape[-2], dtype=q.dtype)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        return torch.softmax(scores.masked_fill(mask != 0, fill), dim=-1) @ v
+
+    return answer
+
+
+def _q3_additive_fill(q, k, v):
+    allowed = torch.tril(torch.ones(q.shape[-2], q.shape[-2], dtype=q.dtype))
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=(1 - allowed) * -20.0)
+
+
+def _q3_scale_by_batch(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=1 / math.sqrt(q.shape[0]))
+
+
+def _q4_fill_inverted_guard_right(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    if mask is None:
+        return torch.softmax(scores, dim=-1) @ V
+    weights = torch.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)
+    return torch.where(mask.any(-1, keepdim=True), weights, 0.0) @ V
+
+
+def _q4_nan_to_num_on_the_scores(Q, K, V, mask=None):
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, float("-inf")).nan_to_num(0.0)  # -inf becomes -1.8e308
+    return torch.softmax(scores, dim=-1) @ V
+
+
+NAMED = {  # finding: (exercise, answer, what the feedback says, what it must not say)
+    "N9 a float mask with 1.0 on the pads": ("q1", _q1_float_mask_with_pads_true, "as a float mask of 1.0/0.0",
+                                             "key_padding_mask=True means"),
+    "N10 q2 a fill of -20": ("q2", _q2_fill(-20.0), "earlier outputs must not depend on the future", "loses digits"),
+    "N10 q3 a float mask of -20": ("q3", _q3_additive_fill, "earlier outputs must not depend on the future",
+                                   "loses digits"),
+    "N11 the scale 1/sqrt(batch)": ("q3", _q3_scale_by_batch, "differs from the expected", "no scale at all"),
+    "N12 the fill inverted, the guard right": ("q4", _q4_fill_inverted_guard_right, "`masked_fill(mask, ...)`",
+                                               "Give such rows zeros"),
+    "N13 nan_to_num on the scores": ("q4", _q4_nan_to_num_on_the_scores, "-inf made finite by `nan_to_num`",
+                                     "Change the fill `-1e9`"),
+}
+
+
+@pytest.mark.parametrize("finding", NAMED)
+def test_an_answer_is_named_by_its_own_mistake_not_by_a_neighbour(finding):
+    name, answer, said, not_said = NAMED[finding]
+    verdict = getattr(EX, name).evaluate(answer)
+    text = _unwrapped(verdict.message + " " + (verdict.next_step or ""))
+    assert not verdict and said in text and not_said not in text, text

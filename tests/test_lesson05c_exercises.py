@@ -93,3 +93,17 @@ def test_q2_a_guard_that_decides_by_the_values_is_named_whichever_way_it_reads_t
     assert not verdict.passed
     assert "deciding by the values, not the mask" in verdict.message
     assert "`np.where(has_key, out, 0.0)`" in verdict.next_step
+
+
+def test_q2_a_guard_that_rewrites_a_nan_in_a_row_with_a_key_is_rejected_and_named():
+    """Review 33, A3: every query that has a key must be left as the backend returned it, NaN included."""
+    verdict = EX.q2.evaluate(lambda out, mask: np.nan_to_num(out) * mask.any(axis=-1, keepdims=True))
+    assert not verdict and verdict.mistake == "replacing NaN by 0, then multiplying by has_key"
+    assert "they differ where one of them holds nan or inf" in verdict.message
+    assert EX.q2.evaluate(lambda out, mask: np.where(mask.any(axis=-1, keepdims=True), out, 0.0)).passed
+
+
+def test_q1_a_right_prediction_is_accepted_whatever_its_capitals_and_outer_spaces():
+    """Review 33 (notes): 'Zeros' and 'as if unmasked ' name the same outcomes as 'zeros' and 'as if unmasked'."""
+    answer = {kind: f" {word.capitalize()} " for kind, word in EX.q1.reference.items()}
+    assert EX.q1.evaluate(answer).passed

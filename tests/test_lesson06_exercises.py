@@ -221,3 +221,45 @@ def test_q2_the_right_numbers_in_the_wrong_layout_are_named(answer, named, step,
     out = _unwrapped(capsys.readouterr().out)
     assert not verdict and named in out and "max abs diff" not in out
     assert step in verdict.next_step
+
+
+# --- review 33 ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rounds", [2, 3, 5])
+def test_q1_michelots_algorithm_cut_after_a_few_rounds_is_rejected(rounds):
+    """A1: a long tail far below the support takes 6 rounds; 2 and 3 are named, 5 is rejected all the same."""
+    from course_utils.exercises.lesson06 import _q1_michelot_steps as michelot
+
+    verdict = EX.q1.evaluate(michelot(rounds))
+    assert not verdict
+    if rounds in (2, 3):
+        assert verdict.mistake.startswith(f"refining the support {rounds} times")
+    assert EX.q1.evaluate(michelot(10)).passed  # run until the support stops changing: right
+
+
+def test_q1_weights_from_a_softmax_get_a_hint_about_zeros_below_tau_not_about_an_epsilon():
+    """N1: softmax gives 0.053 where sparsemax gives 0: the hint must not ask to remove an epsilon or a clip."""
+    from course_utils import softmax
+
+    verdict = EX.q1.evaluate(lambda x: softmax(x))
+    assert not verdict and "`+ eps`" not in verdict.next_step and "`x - tau <= 0`" in verdict.next_step
+
+
+def _bisection(halvings):
+    def answer(x):
+        lo, hi = x.max() - 1, x.max()
+        for _ in range(halvings):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if np.maximum(x - mid, 0).sum() > 1 else (lo, mid)
+        return np.maximum(x - hi, 0)
+
+    return answer
+
+
+@pytest.mark.parametrize("halvings", [20, 23, 24, 25])
+def test_q1_a_bisection_is_judged_by_its_error_and_never_called_float32(halvings):
+    """Known item: 24 halvings land on float32 numbers on [2, 0, -1], where no input move shows float32."""
+    verdict = EX.q1.evaluate(_bisection(halvings))
+    assert "float32" not in verdict.message
+    assert verdict.passed == (halvings > 20)

@@ -177,3 +177,13 @@ def test_q2_nan_from_swapped_arguments_is_not_told_to_subtract_the_maximum(capsy
     assert not verdict and "nan" in out
     assert "overflow" not in out and "maximum" not in out
     assert "`s.sum()`" in out and "(g, p, alpha)" in out
+
+
+def test_q2_a_division_that_is_0_at_alpha_1_is_traced_to_its_line():
+    """Review 33, N3: the inf comes from `/ (alpha - 1)`; NumPy's own report names the operation and the line."""
+    def divided(g, p, alpha):
+        s = np.where(p > 0, p ** (2 - alpha), 0.0)
+        return (s * g - (s @ g) / s.sum() * s) / (alpha - 1)
+
+    message = _unwrapped(EX.q2.evaluate(divided).message)
+    assert "NumPy reports 'divide by zero encountered in divide'" in message and "(alpha - 1)" in message

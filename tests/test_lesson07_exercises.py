@@ -734,3 +734,34 @@ def test_q2_many_tiles_of_keys_with_no_value_read_between_them_are_rejected(answ
 
 def test_q2_a_loop_that_scores_the_next_tile_early_passes():
     assert EX.q2.evaluate(_next_tile_scored_early).passed
+
+
+# --- review 33 ---------------------------------------------------------------------------------------
+
+
+def _all_queries_per_key_tile(q, k, v, block_q, block_k):
+    """Right, and tiled over the keys, but every query at once: block_q is ignored."""
+    m, ell, acc = np.full(q.shape[0], -np.inf), np.zeros(q.shape[0]), np.zeros((q.shape[0], v.shape[1]))
+    for j0 in range(0, k.shape[0], block_k):
+        s = q @ k[j0:j0 + block_k].T / math.sqrt(q.shape[1])
+        m_new = np.maximum(m, s.max(axis=1))
+        shift = np.where(np.isneginf(m_new), 0.0, m_new)
+        p, alpha = np.exp(s - shift[:, None]), np.exp(m - shift)
+        ell, acc, m = alpha * ell + p.sum(axis=1), alpha[:, None] * acc + p @ v[j0:j0 + block_k], m_new
+    return acc / ell[:, None]
+
+
+def test_q2_a_loop_that_ignores_block_q_is_told_so_not_that_it_formed_the_matrix():
+    """N4: it holds (L, block_k) scores, not the (L, S) matrix nor an array of S columns."""
+    out = _memory_said(_all_queries_per_key_tile, 320)
+    assert "whatever block_q is" in out and "never form" not in out
+    from course_utils.exercises.lesson07 import _never_holds_the_score_matrix
+
+    assert "for i0 in range(0, L, block_q)" in _never_holds_the_score_matrix.next_step
+    assert "np.empty((L, S))" not in _never_holds_the_score_matrix.next_step
+
+
+def test_q3_128_mib_is_told_both_readings_that_give_it():
+    """N5: 128 is 64 passes of 4 bytes, or the right 32 passes of 8 bytes."""
+    verdict = EX.q3.evaluate(128)
+    assert "8 bytes per number" in verdict.message and "L / block_k = 64" in verdict.message

@@ -240,10 +240,11 @@ def test_q3_the_recomputing_convention_for_an_empty_chunk_is_rejected_and_named(
     assert "nan" in out and "+inf is the convention for recomputing" in out
 
 
-def test_q3_the_course_function_itself_passes(capsys):
-    from course_utils import merge_attention_parts
+def test_q3_the_course_function_itself_is_refused_as_the_function_to_write():
+    from course_utils import merge_attention_parts  # review 33: the exercise asks the learner to write it
 
-    assert EX.q3.check(lambda outs, lses: merge_attention_parts(outs, lses)[0])
+    verdict = EX.q3.evaluate(lambda outs, lses: merge_attention_parts(outs, lses)[0])
+    assert not verdict and "calls `course_utils.merge_attention_parts`" in verdict.message
 
 
 @pytest.mark.parametrize("named,answer", [
@@ -285,3 +286,52 @@ def test_q3_one_maximum_over_all_rows_or_a_mean_shift_is_rejected_and_named(shif
     assert EX.q3.check(merge).status == "incorrect"
     out = _unwrapped(capsys.readouterr().out)
     assert "instead of each row's own maximum" in out and "(chunks, queries)" in out
+
+
+# --- review 33 ---------------------------------------------------------------------------------------
+
+
+def test_q1_an_exponent_clipped_near_float64s_underflow_is_rejected():
+    """A2: exp(-800) is exactly 0 in float64; an exponent clipped at -700 leaves 1e-304 there."""
+    def clipped(s, lse):
+        lse = np.where(np.isneginf(lse), np.inf, lse)
+        return np.where(np.isneginf(s), 0.0, np.exp(np.clip(s - lse[..., None], -700, 0)))
+
+    verdict = EX.q1.evaluate(clipped)
+    message = _unwrapped(verdict.message)
+    assert not verdict and "underflows to 0" in message and "floored or clipped" in message
+
+
+def _any_instead_of_all(scores, lse):
+    w = np.exp(scores - np.where(np.isneginf(lse), np.inf, lse)[..., None])
+    return np.where(np.isneginf(scores).any(axis=-1, keepdims=True), 0.0, w)
+
+
+def _quotient_with_nan_to_num(scores, lse):
+    return np.nan_to_num(np.exp(scores) / np.exp(np.where(np.isneginf(lse), np.inf, lse))[..., None])
+
+
+def _uniform_rows(scores, lse):
+    with np.errstate(invalid="ignore"):
+        w = np.exp(scores - lse[..., None])
+    return np.where(np.isneginf(lse)[..., None], 1 / scores.shape[-1], w)
+
+
+@pytest.mark.parametrize("answer,not_said", [
+    (_any_instead_of_all, "flushed"),  # N6: a lost weight of 0.185 is no flush of small weights
+    (_quotient_with_nan_to_num, "flushed"),  # N6: nor an overflow turned into 0
+    (_uniform_rows, "floored"),  # N7: a stray 1/3 is no floor of the exponent
+], ids=["any instead of all", "overflow hidden by nan_to_num", "uniform weights"])
+def test_q1_a_weight_that_is_not_small_is_not_blamed_on_a_flush_or_a_floor(answer, not_said):
+    verdict = EX.q1.evaluate(answer)
+    assert not verdict and not_said not in verdict.message
+
+
+def test_q1_inputs_rounded_to_7_decimals_are_named_a_rounding_not_float32():
+    """Known item: round(x, 7) matches float32's rounding on these inputs; its result is no float32 number."""
+    def rounded(s, lse):
+        s, lse = np.round(s, 7), np.round(lse, 7)
+        return np.exp(s - np.where(np.isneginf(lse), np.inf, lse)[..., None])
+
+    verdict = EX.q1.evaluate(rounded)
+    assert verdict.mistake == "rounding the inputs to 7 decimals" and "float32" not in verdict.message

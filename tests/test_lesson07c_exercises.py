@@ -84,3 +84,9 @@ def test_q1_each_check_draws_two_new_shapes_and_right_answers_pass_on_them():
     for answer in (lambda B, H, L, D: np.float32(_q1_right(B, H, L, D)),
                    lambda B, H, L, D: torch.tensor(B * H * L * (2 * D + 4)) / 2**20):
         assert all(EX.q1.evaluate(answer).passed for _ in range(5))
+
+
+def test_q1_four_bytes_per_output_number_is_named_by_both_readings():
+    """Review 33, N8: the bfloat16 output counted twice gives what float32 does; the label names both."""
+    verdict = EX.q1.evaluate(lambda B, H, L, D: B * H * L * (4 * D + 4) / 2**20)
+    assert "counted twice" in verdict.message and "counted once" in verdict.message

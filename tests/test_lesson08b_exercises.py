@@ -244,3 +244,12 @@ def test_q2_scores_within_the_tolerance_are_not_rejected_for_touching_the_bound(
 def test_q2_a_score_above_sqrt_d_is_printed_with_the_digits_that_show_the_gap(capsys):
     out = rejected(EX.q2, lambda q, k: EX.q2.reference(q, k) * (1 + 2e-4), capsys)
     assert "a score of size 2.0004, above sqrt(d_k) = 2:" in out
+
+
+def test_q2_adams_epsilon_added_to_the_rms_is_rejected_and_named():
+    """Review 33, A3: `rms + 1e-8` moves a query of RMS 0.002 by 5e-6, five times the tolerance."""
+    rms = lambda x: np.sqrt((x * x).mean(axis=-1, keepdims=True))  # noqa: E731
+    verdict = EX.q2.evaluate(lambda q, k: (q / (rms(q) + 1e-8)) @ np.swapaxes(k / (rms(k) + 1e-8), -1, -2)
+                             / np.sqrt(q.shape[-1]))
+    assert verdict.mistake == "an epsilon of 1e-08 added to the RMS"
+    assert "loses digits" not in verdict.message  # named: no guess about lost digits beside it

@@ -244,3 +244,32 @@ def test_q2_the_right_numbers_in_the_wrong_layout_are_named_with_the_layout(answ
 )
 def test_q2_right_answers_pass(answer, capsys):
     assert EX.q2.check(answer), capsys.readouterr().out
+
+
+# --- review 33 ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", [2000.0, 1e4])
+def test_q1_scores_clipped_above_the_lessons_range_are_rejected_and_named(limit):
+    """A4: a clip at 2000 or 1e4 keeps every score of -1000 to 1000, and ties [20000, 19995]."""
+    def clipped(x, sink):
+        x = np.clip(x, -limit, limit)
+        m = np.maximum(x.max(axis=-1, keepdims=True), sink)
+        e = np.exp(x - m)
+        return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
+
+    verdict = EX.q1.evaluate(clipped)
+    assert not verdict and "clipping the scores at a fixed limit" in verdict.message
+    assert "2000" not in verdict.next_step and "1e+04" not in verdict.next_step  # no limit is named
+
+
+def test_q1_a_weight_of_1_lost_to_an_overflow_is_not_called_a_flush_of_small_weights():
+    """N9: a mean shift overflows and nan_to_num makes the weight 0: NumPy's overflow is named, not a flush."""
+    def mean_shift(x, sink):
+        padded = np.concatenate([x, np.full(x.shape[:-1] + (1,), float(sink))], axis=-1)
+        e = np.exp(padded - np.mean(np.where(np.isfinite(padded), padded, 0), axis=-1, keepdims=True))
+        return np.nan_to_num(e[..., :-1] / e.sum(axis=-1, keepdims=True))
+
+    verdict = EX.q1.evaluate(mean_shift)
+    assert not verdict and "flushed" not in verdict.message and "'overflow encountered in exp'" in verdict.message
+    assert "np.where(w < eps" not in verdict.next_step

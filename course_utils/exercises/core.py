@@ -37,6 +37,9 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
+from .handout import OFF as HANDOUT_OFF
+from .handout import handed_out
+
 __all__ = [
     "Case",
     "Exercise",
@@ -45,8 +48,10 @@ __all__ = [
     "Run",
     "ChoiceExercise",
     "float32_rounding",
+    "first_float_error",
     "generic_next_steps",
     "plain_text",
+    "rounded_inputs",
     "peak_memory",
     "CLIP_LIMITS",
     "ROW_SHIFTS",
@@ -279,15 +284,17 @@ class _Failed(Exception):
     """The learner's answer failed; the message says how, and `mistake` names a failed property's label.
 
     A `slip` (no ``return``, an exception, a wrong shape ...) stops the diagnosis: no known mistake is named
-    after one, since the answer's numbers say nothing about the formula. `steps` are the slip's hints.
+    after one, since the answer's numbers say nothing about the formula. `steps` are the slip's hints. A failure
+    that is `named` (calling the course's own function) is not a slip, but no known mistake is looked for either.
     """
 
     def __init__(self, message: str, mistake: str | None = None, *, slip: bool = False,
-                 steps: Sequence[str] = ()) -> None:
+                 steps: Sequence[str] = (), named: bool = False) -> None:
         super().__init__(message)
         self.mistake = mistake
         self.slip = slip
         self.steps = tuple(steps)
+        self.named = named  # a mistake the message names already: no known mistake is looked for after it
 
 
 class _TooSlow(BaseException):
@@ -320,21 +327,31 @@ def _time_limit():
 
     Uses SIGALRM, so only in the main thread of a Unix process (a Jupyter kernel runs cells there); elsewhere
     the code runs unlimited. Only the time inside this block counts against the budget, never the checker's own.
-    Once the budget is spent the alarm repeats every 50 ms until the block ends, so that a learner's bare
-    ``except:`` that swallows one stop meets the next one outside its ``try``; a block whose budget ran out
-    ends with :class:`_TooSlow` even where the learner's code swallowed every stop and returned.
+    Once the budget is spent the alarm repeats every 50 ms until the block ends, and a trace function (installed
+    only then, so that it costs nothing before) raises the stop again at every new line of the learner's code: a
+    bare ``except:``, even nested in another, cannot swallow it for ever, since the line after the one that
+    caught it raises it anew (see :class:`_Stopper`). A block whose budget ran out ends with :class:`_TooSlow`
+    even where the learner's code swallowed every stop and returned.
     """
     usable = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
     if not usable or _timing:
         yield
         return
     spent = [False]
+    stopping = _Stopping()
+    library_alarms = [0]
 
     def stop(signum: int, frame: Any) -> None:
         spent[0] = True
         # Never inside the checker's own code (this block's exit, or _call after the learner's function returned):
         # there the stop is reported once the block ends.
-        if frame is not None and frame.f_code.co_filename in (__file__, contextlib.__file__):
+        if stopping.done or frame is None or frame.f_code.co_filename in (__file__, contextlib.__file__):
+            return
+        stopping.start(frame)
+        # In a library's own code (an `np.errstate` leaving, say) the learner's next line raises instead, unless
+        # the code stays there for ten alarms (half a second).
+        if _in_library(frame.f_code.co_filename) and library_alarms[0] < 10:
+            library_alarms[0] += 1
             return
         raise _TooSlow
 
@@ -347,12 +364,112 @@ def _time_limit():
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
+        stopping.end()
         signal.signal(signal.SIGALRM, previous)
         _timing.pop()
         if _budget:
             _budget[-1] -= time.monotonic() - start
     if spent[0]:
         raise _TooSlow
+
+
+class _Stopping:
+    """The trace functions that stop the learner's code once a check's time is spent (:func:`_time_limit`).
+
+    CPython drops a trace function that raises (as ``sys.settrace(None)`` would) and clears the frame's own. So
+    the global trace function never raises: for each new frame of the learner's code it hands out a
+    :class:`_Stopper` of that frame's own, which raises at every new line; when CPython drops one after its raise,
+    its ``__del__`` installs the global function again and a new stopper in every learner frame left without one.
+    """
+
+    def __init__(self) -> None:
+        self.done = False
+        self.frames: list[Any] = []  # the learner's frames that carry a stopper
+        self.previous: Any = None  # the trace function before (a debugger's, coverage's)
+        self.installing = False
+
+    def start(self, frame: Any) -> None:
+        """Install the stoppers in the learner's frames from `frame` up to the checker's call (once)."""
+        if self.frames or self.done:
+            return
+        self.previous = sys.gettrace()
+        while frame is not None and frame.f_code.co_filename != __file__:
+            if not _in_library(frame.f_code.co_filename):
+                self.frames.append(frame)
+            frame = frame.f_back
+        self.reinstall()
+
+    def reinstall(self) -> None:
+        if self.done or self.installing:
+            return
+        self.installing = True
+        try:
+            sys.settrace(self.__call__)
+            for frame in self.frames:
+                if frame.f_trace is None:
+                    frame.f_trace = _Stopper(self)
+        finally:
+            self.installing = False
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> Any:
+        """The global trace function: a stopper for each new frame of the learner's code, nothing for a library's."""
+        if event != "call" or _in_library(frame.f_code.co_filename) or frame.f_code.co_filename == __file__:
+            return None
+        self.frames.append(frame)
+        return _Stopper(self)
+
+    def end(self) -> None:
+        if not self.frames:
+            return
+        self.done = True
+        sys.settrace(self.previous)
+        for frame in self.frames:
+            frame.f_trace = None
+        self.frames.clear()
+
+
+class _Stopper:
+    """A learner frame's trace function once the time is spent: every new line raises :class:`_TooSlow`.
+
+    Not a line of a ``with`` statement: there the learner's code calls the context manager's ``__exit__`` (an
+    ``np.errstate`` restoring NumPy's settings, say), which must run.
+    """
+
+    def __init__(self, stopping: _Stopping) -> None:
+        self.stopping = stopping
+
+    def __call__(self, frame: Any, event: str, arg: Any) -> Any:
+        if event == "line" and not self.stopping.done and frame.f_lineno not in _with_lines(frame.f_code):
+            raise _TooSlow
+        return self
+
+    def __del__(self) -> None:
+        self.stopping.reinstall()
+
+
+@functools.lru_cache(maxsize=256)
+def _with_lines(code: Any) -> frozenset[int]:
+    """The lines of `code` that open a ``with`` statement (whose exit runs on that line too)."""
+    import dis
+
+    return frozenset(i.positions.lineno for i in dis.get_instructions(code)
+                     if i.opname in ("BEFORE_WITH", "BEFORE_ASYNC_WITH") and i.positions is not None)
+
+
+_library_files: dict[str, bool] = {}
+
+
+def _in_library(filename: str) -> bool:
+    """Whether `filename` belongs to NumPy, PyTorch, an installed package, the standard library or this package."""
+    known = _library_files.get(filename)
+    if known is None:
+        path = os.path.abspath(filename)
+        torch = sys.modules.get("torch")
+        roots = _LIBRARY_DIRS + (os.path.dirname(os.__file__),) + (
+            (os.path.dirname(torch.__file__),) if torch is not None else ())
+        known = path.startswith(roots) or "site-packages" in path or "dist-packages" in path
+        _library_files[filename] = known
+    return known
 
 
 _LIBRARIES = ("course_utils", "numpy", "torch", "scipy", "entmax", "site-packages", "dist-packages")
@@ -383,18 +500,16 @@ def _parameter_name(function: Callable[..., Any], position: int) -> str:
     return f"`{names[position]}`" if position < len(names) else f"input number {position + 1}"
 
 
-_LIBRARY_DIRS = (os.path.dirname(np.__file__), os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+_COURSE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_LIBRARY_DIRS = (os.path.dirname(np.__file__), _COURSE_DIR)
 
 
 def _learner_line() -> str | None:
     """The line of the learner's code running now: the innermost frame outside NumPy, PyTorch, installed
-    packages and this package; None where its source is not known (code made by `exec`)."""
-    torch = sys.modules.get("torch")
-    skip = _LIBRARY_DIRS + ((os.path.dirname(torch.__file__),) if torch is not None else ())
+    packages, the standard library and this package; None where its source is not known (code made by `exec`)."""
     frame = sys._getframe(1)
     while frame is not None:
-        path = os.path.abspath(frame.f_code.co_filename)
-        if not path.startswith(skip) and "site-packages" not in path and "dist-packages" not in path:
+        if not _in_library(frame.f_code.co_filename):
             return linecache.getline(frame.f_code.co_filename, frame.f_lineno, frame.f_globals).strip() or None
         frame = frame.f_back
     return None
@@ -455,6 +570,41 @@ def _makers_watched(seen: Callable[..., Any], also: Sequence[str] = ()):
         return make
 
     return _numpy_replaced(names, watching)
+
+
+#: The label of an answer that calls the course's own function for what the exercise asks the learner to write.
+OWN_FUNCTION = "calling the course's own function"
+_OWN_FUNCTION_STEP = (
+    "Delete the call to the course's function (a name imported from `course_utils`, or `cu.`) and compute its "
+    "result from the inputs in your function's own body, with NumPy; the hints after this one go through it step "
+    "by step."
+)
+
+
+@contextmanager
+def _own_calls_watched(functions: Sequence[Callable[..., Any]], seen: list[str]):
+    """While the block runs, the name of each of `functions` that code outside this package calls goes to `seen`.
+
+    A profile function sees the call however the learner reached the function (``cu.sparsemax``, a name imported
+    from ``course_utils``, a default argument); calls from the course's own code (a reference) do not count.
+    """
+    codes = {f.__code__: f.__name__ for f in functions if hasattr(f, "__code__")}
+    if not codes:
+        yield
+        return
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in codes and not seen:
+            caller = frame.f_back
+            if caller is not None and not os.path.abspath(caller.f_code.co_filename).startswith(_COURSE_DIR):
+                seen.append(codes[frame.f_code])
+
+    previous = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        yield
+    finally:
+        sys.setprofile(previous)
 
 
 def _slip_steps(label: str, **details: str) -> tuple[str, ...]:
@@ -526,6 +676,12 @@ SLIPS: dict[str, tuple[str, ...]] = {
         "result: the answer keeps its fraction.",
         "Print the result before your last line with `np.set_printoptions(precision=17)`: it must not end in "
         "`.0` everywhere. Then check again.",
+    ),
+    "rounding the inputs": (
+        "Remove the rounding of the inputs (`np.round(x, {digits})`, `round()`, a format string such as "
+        "`f'{{x:.{digits}f}}'`): use every input exactly as it comes, with all its digits.",
+        "Print an input before and after the first line that touches it, with `np.set_printoptions(precision=17)`: "
+        "the two must be equal. Then check again.",
     ),
     "rounding the result": (
         "Remove the rounding on your return line (`np.round(..., {digits})`, `round()` or a format string): "
@@ -636,7 +792,8 @@ def float32_rounding(advice: str = "compute in float64 (the inputs are float64; 
 
 def _reads_float32_inputs(run: Run) -> bool:
     """Whether the learner's function rounds its inputs to float32: it gives the very same result on inputs
-    rounded to float32 beforehand, where the reference's result changes."""
+    rounded to float32 beforehand, where the reference's result changes, and its result is not what the reference
+    gives on the inputs rounded to some number of decimals (which float32's rounding can match on a few inputs)."""
     rounded = _map_float_inputs(run.case, lambda a: a.astype(np.float32).astype(np.float64))
     changed = [not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
                for a, b in zip((*run.case.args, *run.case.kwargs.values()), (*rounded.args, *rounded.kwargs.values()))
@@ -650,12 +807,55 @@ def _reads_float32_inputs(run: Run) -> bool:
     if again.shape != run.output.shape or not np.array_equal(again, run.output, equal_nan=True):
         return False
     # ... and the reference's result moves with the rounding (a uniform row, say, does not: no evidence then)
-    reference = np.asarray(run.expected)
-    if run.reference is None:
+    moved = _reference_on(run, rounded)
+    if moved is None or np.array_equal(np.asarray(run.expected), moved, equal_nan=True):
         return False
-    with np.errstate(all="ignore"):
-        moved = np.asarray(run.reference(*copy.deepcopy(rounded.args), **copy.deepcopy(dict(rounded.kwargs))), dtype=np.float64)
-    return not np.array_equal(reference, moved, equal_nan=True)
+    return rounded_inputs(run) is None
+
+
+def _reference_on(run: Run, case: Case) -> np.ndarray | None:
+    """The reference's result on `case` as float64 numbers (None without a reference, or where it fails)."""
+    if run.reference is None:
+        return None
+    try:
+        with np.errstate(all="ignore"):
+            return np.asarray(run.reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs))),
+                              dtype=np.float64)
+    except Exception:  # noqa: BLE001 - inputs the reference was not written for: no evidence either way
+        return None
+
+
+def rounded_inputs(run: Run) -> tuple[int, str] | None:
+    """Where the answer rounds its inputs to some decimals: the fewest decimals, and which inputs ("every input"
+    or the parameter's name), for which the reference on the rounded inputs gives the answer's result to the last
+    few digits (and differs from the reference on the inputs as they are). None if no rounding explains it.
+
+    Examples
+    --------
+    >>> run = Run(lambda x: np.exp(np.round(x, 3)), Case((np.array([0.12345, 1.5]),)), np.exp([0.123, 1.5]),
+    ...           np.exp([0.12345, 1.5]), reference=np.exp)
+    >>> rounded_inputs(run)
+    (3, 'every input')
+    """
+    if run.reference is None:
+        return None
+    n = len(run.case.args)
+    values = [*run.case.args, *run.case.kwargs.values()]
+    floats = [i for i, v in enumerate(values) if isinstance(v, float) or (isinstance(v, np.ndarray) and v.dtype.kind == "f")]
+    subsets = [("every input", floats)] + ([(_parameter_name(run.function, i).strip("`"), [i]) for i in floats]
+                                           if len(floats) > 1 else [])
+    for digits in range(0, 16):
+        for which, chosen in subsets:
+            rounded = [((float(np.round(v, digits)) if isinstance(v, float) else np.round(v, digits)) if i in chosen
+                        else v) for i, v in enumerate(values)]
+            if all(np.array_equal(np.asarray(rounded[i]), np.asarray(values[i])) for i in chosen):
+                continue  # nothing to round at these decimals
+            expected = _reference_on(run, Case(tuple(rounded[:n]), dict(zip(run.case.kwargs, rounded[n:]))))
+            if expected is None or expected.shape != run.output.shape or _agree(expected, run.expected, 1e-15, 0.0):
+                continue
+            if _agree(run.output, expected, 1e-12, 1e-300):
+                return digits, which
+    return None
 
 
 def _float32_rounded(out: np.ndarray, expected: np.ndarray, spacings: float = 0.5) -> bool:
@@ -671,19 +871,26 @@ def _float32_rounded(out: np.ndarray, expected: np.ndarray, spacings: float = 0.
 
 def _float32_results(run: Run) -> bool:
     """Whether the answer returns float32 numbers, within half a float32 spacing of the right values on the case
-    and within a few on the case's inputs moved by a few parts in 1e7 each: a float64 answer that happens to
-    land on float32 numbers (a bisection stopped early, on a uniform row) does not do so on the moved inputs."""
+    and within a few on the case's inputs moved by a few parts in 1e7 each: a float64 answer that happens to land
+    on float32 numbers (a bisection stopped early, on a uniform row) does not do so on the moved inputs."""
     if not _float32_rounded(run.output, run.expected) or run.reference is None:
         return False
     gen = np.random.default_rng(0)
     moved = _map_float_inputs(run.case, lambda a: a * (1 + 3e-7 * gen.uniform(-1, 1, np.shape(a))))
+    expected = _reference_on(run, moved)
+    if expected is None:
+        return False
+    if np.array_equal(expected, run.expected, equal_nan=True):
+        # The right result does not move with the inputs (zeros, or a saturated row: sparsemax([2, 0, -1]) is
+        # [1, 0, 0]): float32 only where the answer gives the right values rounded to float32, and those are not
+        # float32 numbers themselves (a float64 bisection stopped after 24 halvings lands near 1, a float32 number).
+        with np.errstate(over="ignore"):
+            rounded = run.expected.astype(np.float32).astype(np.float64)
+        return not float32_values(run.expected) and np.array_equal(run.output, rounded, equal_nan=True)
     try:
         out = _call_safely(run.function, moved)
     except (_Failed, _NotAttempted):
         return False
-    with np.errstate(all="ignore"):
-        expected = np.asarray(run.reference(*copy.deepcopy(moved.args), **copy.deepcopy(dict(moved.kwargs))),
-                              dtype=np.float64)
     return out.shape == expected.shape and _float32_rounded(out, expected, spacings=16)
 
 
@@ -804,7 +1011,9 @@ def _call(function: Callable[..., Any], case: Case) -> tuple[np.ndarray, str | N
                       "raising an exception", slip=True,
                       steps=_slip_steps("raising an exception", advice=advice)) from None
     for position, (before, after) in enumerate(zip(case.args, args)):
-        if isinstance(before, np.ndarray) and not np.array_equal(before, after, equal_nan=True):
+        # An array, or a list of numbers (`lengths.sort()` reorders the caller's list)
+        if (isinstance(before, np.ndarray) and not np.array_equal(before, after, equal_nan=True)) or (
+                isinstance(before, list) and all(isinstance(v, (int, float)) for v in before) and before != after):
             name = _parameter_name(function, position)
             raise _Failed(
                 f"your function changed its input {name} in place on {case.describe()}; "
@@ -823,6 +1032,24 @@ def _call(function: Callable[..., Any], case: Case) -> tuple[np.ndarray, str | N
     except _Failed as failed:  # described only now: rendering every input costs more than the check
         raise _Failed(f"on input {case.describe()} {failed}", "returning something that is not numbers",
                       slip=True, steps=_slip_steps("returning something that is not numbers")) from None
+
+
+def first_float_error(function: Callable[..., Any], case: Case) -> str | None:
+    """The first floating-point error NumPy meets in `function` on `case`, and the learner's line, or None.
+
+    The function runs once more with NumPy raising on overflow, division by zero and invalid operations (not
+    underflow): "'overflow encountered in exp', at line 3 of your code: `e = np.exp(x)`". None where nothing goes
+    wrong, where the learner's code sets its own `np.errstate`, or where it fails in another way.
+    """
+    args, kwargs = copy.deepcopy(case.args), copy.deepcopy(dict(case.kwargs))
+    try:
+        with np.errstate(over="raise", divide="raise", invalid="raise", under="ignore"), _time_limit():
+            function(*args, **kwargs)
+    except FloatingPointError as exc:
+        return f"'{exc}'{_where_raised(exc)}"
+    except (Exception, _TooSlow):  # noqa: BLE001 - reported by the checker's own call
+        return None
+    return None
 
 
 def _call_safely(function: Callable[..., Any], case: Case) -> np.ndarray:
@@ -934,8 +1161,8 @@ def generic_next_steps() -> dict[str, str]:
             "after each line to find it, and keep the input's dtype to the end."
         ),
         "clipping every input to [-50, 50]": (
-            "Delete the `np.clip(x, -50, 50)` (or any clamp) applied to the inputs at the top of your function: "
-            "pass the inputs on unchanged and handle large values where they are used."
+            "Delete the `np.clip(...)` (or `np.minimum`/`np.maximum`, `torch.clamp`) that holds the inputs, or a value "
+            "computed from them, to a fixed range: pass them on unchanged and handle large values where they are used."
         ),
         "a wrong first entry": (
             "Compare `out.flat[0]` with the expected first entry on the failing input: look at the code that writes "
@@ -1161,6 +1388,9 @@ class Exercise:
         top. After a check that named a mistake, the first hint is the next step for that mistake,
         beyond what the feedback said. A check that diagnoses another mistake starts over.
         """
+        if handed_out():
+            _say(HANDOUT_OFF)
+            return
         mistake, hints = self._hint_sequence()
         if not hints:
             print("No hints for this one.")
@@ -1179,6 +1409,9 @@ class Exercise:
 
     def solution(self) -> None:
         """Show a worked solution: rendered as Markdown in a notebook, as wrapped plain text elsewhere."""
+        if handed_out():
+            _say(HANDOUT_OFF)
+            return
         _show_markdown(f"Solution to {self.lesson}.{self.name} ({self.title}):\n\n{self._solution.strip()}")
 
 
@@ -1213,7 +1446,7 @@ class FunctionExercise(Exercise):
     nonfinite_hint : str or callable, optional
         What to say when the result holds nan or inf where the reference does not
         (an inf that the reference has too is correct); a callable gets the
-        :class:`Case` and returns the text. Give each exercise its
+        :class:`Run` (its case, the answer, its output) and returns the text. Give each exercise its
         own: where the maximum is already subtracted, "subtract the maximum" is
         the wrong advice. Without it, the hint depends on the input: one about
         overflow, or one about fully masked rows where the input holds -inf.
@@ -1240,6 +1473,10 @@ class FunctionExercise(Exercise):
     fresh : callable, optional
         ``fresh(generator, cases)`` draws cases anew for every check, added after the fixed `cases`: an answer
         that special-cases the inputs it has seen (a lookup table, a branch on the length) fails the next check.
+    own : sequence of callable
+        The course's own functions that do what this exercise asks the learner to write (``sparsemax`` for a
+        sparsemax): an answer that calls one of them is told so and rejected. Only for exercises whose notebook
+        asks the learner to write the function; a call from the course's own code (the reference) does not count.
     next_steps : mapping of str to str
         For the label of each wrong answer, hand-picked or generated, what to
         change next: the line, operation or formula, one step beyond the
@@ -1266,18 +1503,20 @@ class FunctionExercise(Exercise):
         solution: str,
         rtol: float = 1e-6,
         atol: float = 1e-9,
-        nonfinite_hint: str | Callable[[Case], str] | None = None,
+        nonfinite_hint: str | Callable[[Run], str] | None = None,
         variants: Mapping[str, Callable[..., Any]] | None = None,
         probes: Sequence[Case] = (),
         advice: Mapping[str, str] | None = None,
         next_steps: Mapping[str, str] | None = None,
         fresh: Callable[[np.random.Generator, Sequence[Case]], Sequence[Case]] | None = None,
+        own: Sequence[Callable[..., Any]] = (),
     ) -> None:
         super().__init__(
             lesson, name, title, reference=reference, wrong_answers=wrong_answers, hints=hints, solution=solution,
             next_steps={**generic_next_steps(), **(next_steps or {})},
         )
         self.fresh = fresh
+        self.own = tuple(own)
         self.cases = tuple(cases)
         self.properties = tuple(properties)
         self.early_properties = tuple(early_properties)
@@ -1288,10 +1527,11 @@ class FunctionExercise(Exercise):
         self.probes = tuple(probes)
         self.advice = dict(advice or {})
 
-    def _nonfinite_hint(self, case: Case) -> str:
+    def _nonfinite_hint(self, run: Run) -> str:
         """The exercise's own hint for a nan or inf, else one chosen by what the input holds."""
+        case = run.case
         if callable(self.nonfinite_hint):
-            return self.nonfinite_hint(case)
+            return self.nonfinite_hint(run)
         if self.nonfinite_hint is not None:
             return self.nonfinite_hint
         masked = any(
@@ -1305,7 +1545,7 @@ class FunctionExercise(Exercise):
         """Next steps by label: the exercise's own, the generic ones, each property's, and a small error's."""
         own = {_property_label(p): p.next_step for p in (*self.early_properties, *self.properties)
                if getattr(p, "next_step", None)}
-        return {SMALL_ERROR: _SMALL_ERROR_STEP, **own, **self._next_steps}
+        return {SMALL_ERROR: _SMALL_ERROR_STEP, OWN_FUNCTION: _OWN_FUNCTION_STEP, **own, **self._next_steps}
 
     @next_steps.setter
     def next_steps(self, steps: Mapping[str, str]) -> None:
@@ -1404,8 +1644,7 @@ class FunctionExercise(Exercise):
     def _evaluate(self, answer: Callable[..., Any]) -> Verdict:
         try:
             with _learner_budget():
-                for case in self.cases:
-                    self._check_case(answer, case)
+                self._check_cases(answer)
         except _NotAttempted:
             return Verdict(
                 "not attempted",
@@ -1416,9 +1655,13 @@ class FunctionExercise(Exercise):
             if failure.slip:  # the answer's numbers say nothing about the formula: name the slip, nothing else
                 return Verdict("incorrect", message, mistake=failure.mistake,
                                next_step=failure.steps[0] if failure.steps else None, more_steps=failure.steps[1:])
+            if failure.named:
+                return Verdict("incorrect", message, mistake=failure.mistake, next_step=self.next_steps.get(failure.mistake))
             with _learner_budget():
                 label = self.diagnose(answer)
             if label is not None:
+                # A known mistake explains the small error: the guess about lost digits goes.
+                message = message.replace(_SMALL_ERROR_GUESS, "")
                 message += f"\nThis is exactly what {mistake_name(label)} gives."
                 if label in self.advice:
                     message += f" {self.advice[label]}"
@@ -1427,10 +1670,48 @@ class FunctionExercise(Exercise):
             return Verdict("incorrect", message, mistake=label, next_step=self.next_steps.get(label))
         return Verdict("correct", f"✓ Correct! Your function passed all {len(self.cases)} test inputs.")
 
+    def _check_cases(self, answer: Callable[..., Any]) -> None:
+        """Check every case in order. A small error (below 1e-4) is reported only where no later case fails by
+        more: an answer off by 2e-9 on one case and far off on the next made a mistake in its formula, not in its
+        digits, and the far miss names it."""
+        small = None
+        for case in self.cases:
+            if small is not None and not self._far_off(answer, case):
+                continue  # after a small error only a case missed by far (or a slip) is checked, property by property
+            try:
+                self._check_case(answer, case)
+            except _Failed as failure:
+                if failure.mistake != SMALL_ERROR:
+                    raise
+                small = small or failure
+        if small is not None:
+            raise small
+
+    def _far_off(self, answer: Callable[..., Any], case: Case) -> bool:
+        """Whether `answer` misses the reference on `case` by far more than any rounding (beyond 1e-4 relative and
+        1000 times the tolerance's atol: an entry near 0 off by 3e-6 where atol is 1e-6 is not far off), or slips."""
+        try:
+            out = _call_safely(answer, case)
+        except _Failed:
+            return True
+        expected = np.asarray(self.reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs))),
+                              dtype=np.float64)
+        if out.shape != expected.shape:
+            return True
+        finite = np.isfinite(out) & np.isfinite(expected)
+        return not np.array_equal(finite, np.isfinite(expected)) or not np.allclose(
+            out[finite], expected[finite], rtol=1e-4, atol=max(1e-7, 1000 * self.atol))
+
     def _check_case(self, answer: Callable[..., Any], case: Case) -> None:
         raw = self.reference(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs)))
         expected = np.asarray(raw, dtype=np.float64)
-        out, dtype = _call(answer, case)
+        called: list[str] = []
+        # The first case is enough to see an answer that hands its work to the course's function, and cheaper.
+        with _own_calls_watched(self.own if case is self.cases[0] else (), called):
+            out, dtype = _call(answer, case)
+        if called:
+            raise _Failed(f"your function calls `course_utils.{called[0]}`, which is the function this exercise asks "
+                          "you to write: write it with NumPy", OWN_FUNCTION, named=True)
         if out.ndim >= 2 and out.shape != expected.shape[:-2] + expected.shape[-2:][::-1] or out.ndim < 2:
             transposed = None
         else:
@@ -1481,7 +1762,8 @@ class FunctionExercise(Exercise):
             return
         # Only where no known mistake gives these outputs (a shift without the logsumexp can give whole numbers
         # too), and, for whole numbers, only where the answer gives whole numbers on every case.
-        if self.diagnose(run.function) is not None:
+        label = self.diagnose(run.function)
+        if label is not None and not label.startswith("rounding the result"):
             return
         if whole and not all(o is None or np.array_equal(o[np.isfinite(o)], np.round(o[np.isfinite(o)]))
                              for o in self._outputs(run.function)):
@@ -1493,7 +1775,8 @@ class FunctionExercise(Exercise):
                           f"{shown} where the expected is {wanted}", "returning whole numbers", slip=True,
                           steps=_slip_steps("returning whole numbers"))
         if digits is not None:
-            raise _rounded_slip(run, digits)
+            # On one case 0.8620 rounded to 4 decimals looks rounded to 3: the case that shows the most decimals tells.
+            raise _rounded_slip(run, max(self._roundings(run.function) | {digits}))
 
     def _rounded_within_tolerance(self, run: Run) -> None:
         """Where a property fails an answer that is within tolerance, the slip of rounding if that is what it did:
@@ -1506,15 +1789,21 @@ class FunctionExercise(Exercise):
             return
         raise _rounded_slip(run, digits)
 
-    def _rounded_everywhere(self, answer: Callable[..., Any]) -> int | None:
-        """The decimals `answer` rounds to, where on every case it gives the right values rounded to them."""
+    def _roundings(self, answer: Callable[..., Any], most: int = 12) -> set[int]:
+        """The decimals to which `answer`'s result on each case is the right result rounded (where it is one)."""
         mine, right = self._outputs(answer), self._outputs(self.reference, "the reference")
-        found = {_rounded_to(o, e, most=15) for o, e in zip(mine, right) if o is not None and e is not None
+        found = {_rounded_to(o, e, most=most) for o, e in zip(mine, right) if o is not None and e is not None
                  and o.shape == e.shape}
         found.discard(None)
+        return found
+
+    def _rounded_everywhere(self, answer: Callable[..., Any]) -> int | None:
+        """The decimals `answer` rounds to, where on every case it gives the right values rounded to them."""
+        found = self._roundings(answer, most=15)
         if len(found) != 1:
             return None
         digits = found.pop()
+        mine, right = self._outputs(answer), self._outputs(self.reference, "the reference")
         return digits if all(o is not None and e is not None and o.shape == e.shape
                              and np.array_equal(o, np.round(e, digits), equal_nan=True)
                              for o, e in zip(mine, right)) else None
@@ -1535,7 +1824,7 @@ class FunctionExercise(Exercise):
                 raise _Failed(f"on input {case.describe()} the result {problem}", _property_label(prop))
         same = (out == expected) | (np.isnan(out) & np.isnan(expected))
         if (~np.isfinite(out) & ~same).any():  # an inf (or nan) the reference also has is right
-            raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self._nonfinite_hint(case)}")
+            raise _Failed(f"on input {case.describe()} the result contains nan or inf: {describe(out)}. {self._nonfinite_hint(run)}")
         max_diff = _max_diff(out, expected)
         for prop in self.properties:
             if near and not getattr(prop, "precise", False):
@@ -1552,11 +1841,19 @@ class FunctionExercise(Exercise):
             shown, wanted = _two_numbers(float(out[worst]), float(expected[worst]))
             rel = abs(float(out[worst]) - float(expected[worst])) / max(abs(float(expected[worst])), 1e-300)
             at = f" at index {tuple(int(i) for i in worst)}" if out.ndim else ""
+            off = f"off by up to {max_diff:.2g}{at}: {shown} where the expected is {wanted} (relative {rel:.1g})"
+            rounded = rounded_inputs(run)
+            if rounded is not None:
+                digits, which = rounded
+                unit = "decimal" if digits == 1 else "decimals"
+                what = "its inputs" if which == "every input" else f"its input `{which}`"
+                raise _Failed(f"on input {case.describe()} your result is {off}: exactly what the right computation "
+                              f"gives on {what} rounded to {digits} {unit}. Your function rounds {what}",
+                              f"rounding the inputs to {digits} {unit}", slip=True,
+                              steps=_slip_steps("rounding the inputs", digits=str(digits)))
             raise _Failed(
-                f"on input {case.describe()} your result is off by up to {max_diff:.2g}{at}: {shown} where the "
-                f"expected is {wanted} (relative {rel:.1g}). That is more than rounding can "
-                f"explain (this check allows rtol {self.rtol:g} and atol {self.atol:g}) and far less than a wrong "
-                "formula gives: some step loses digits or computes a slightly different value",
+                f"on input {case.describe()} your result is {off}. That is more than rounding can explain (this check "
+                f"allows rtol {self.rtol:g} and atol {self.atol:g}){_SMALL_ERROR_GUESS}",
                 SMALL_ERROR,
             )
         if out.ndim >= 3:  # too many numbers to print: point at the first entry that differs
@@ -1568,14 +1865,14 @@ class FunctionExercise(Exercise):
                 f"{describe(out[where])} instead of {describe(expected[where])} (max abs diff {max_diff:.2g})"
             )
         shown, wanted = _distinct_renderings(out, expected)
-        raise _Failed(
-            f"on input {case.describe()} the result {shown} differs from the "
-            f"expected {wanted} (max abs diff {max_diff:.2g})"
-        )
+        apart = f"max abs diff {max_diff:.2g}" if max_diff else "they differ where one of them holds nan or inf"
+        raise _Failed(f"on input {case.describe()} the result {shown} differs from the expected {wanted} ({apart})")
 
 
 #: The label of an answer off by more than the tolerance but less than 1e-4 relative, when no known mistake matches.
 SMALL_ERROR = "a small error"
+#: What such an answer's message guesses, dropped where a known mistake explains the error.
+_SMALL_ERROR_GUESS = " and far less than a wrong formula gives: some step loses digits or computes a slightly different value"
 _SMALL_ERROR_STEP = (
     "Find the first line that loses digits: run your steps one by one in a cell, in float64, beside the same "
     "steps written out directly, with `np.set_printoptions(precision=17)`. The first intermediate that differs "
@@ -1791,6 +2088,13 @@ class ChoiceExercise(Exercise):
         self.aliases = dict(aliases or {})  # other spellings of a choice, e.g. a table's abbreviations
         self.starter = {case: ... for case in reference}
 
+    def _choice(self, word: Any) -> Any:
+        """`word` as one of the choices: an alias resolved, and text matched whatever its case and outer spaces."""
+        if not isinstance(word, str):
+            return word
+        word = self.aliases.get(word, word)
+        return next((choice for choice in self.choices if choice.casefold() == word.strip().casefold()), word)
+
     def evaluate(self, answer: Any) -> Verdict:
         """Return the verdict on `answer` without printing anything."""
         if answer is ... or (isinstance(answer, Mapping) and all(v is ... for v in answer.values())):
@@ -1804,8 +2108,7 @@ class ChoiceExercise(Exercise):
         unknown = [case for case in answer if case not in self.reference]
         if unknown:
             return Verdict("incorrect", f"✗ Not yet: {', '.join(map(repr, unknown))} is not one of the cases {cases}.")
-        given = {case: self.aliases.get(answer[case], answer[case]) if isinstance(answer[case], str) else answer[case]
-                 for case in cases}
+        given = {case: self._choice(answer[case]) for case in cases}
         odd = [case for case in cases if given[case] not in self.choices]
         if odd:
             return Verdict("incorrect", f"✗ Not yet: {odd[0]!r}: {answer[odd[0]]!r} is not one of {list(self.choices)}.")

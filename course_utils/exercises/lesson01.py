@@ -15,6 +15,7 @@ from .core import (
     float32_rounding,
     float32_values,
     non_negative,
+    rounded_inputs,
     shift_and_clip_advice,
     shift_and_clip_next_steps,
     shift_invariant,
@@ -337,7 +338,7 @@ _q3_arguments_swapped.next_step = (  # type: ignore[attr-defined]
 )
 
 _Q3_FLOAT32_ADVICE = (
-    "compute in float64 (drop `dtype=np.float32`, `astype(np.float32)` or `np.float32(temperature)`): the inputs "
+    "compute in float64 (drop the `dtype=np.float32` or `astype(np.float32)` on the scores or on x / T): the inputs "
     "are float64, and at a small T such as 0.01 float32's rounding of x / T (about 6e-8 relative) grows into "
     "errors of the weights up to 1e-4"
 )
@@ -373,8 +374,8 @@ def _q3_float32(run: Run) -> str | None:
         again = run.call(x32, temperature)
     except Exception:  # noqa: BLE001 - no evidence either way
         return None
-    if again.shape != out.shape or not np.array_equal(again, out):
-        return None
+    if again.shape != out.shape or not np.array_equal(again, out) or rounded_inputs(run) is not None:
+        return None  # (scores rounded to 7 decimals can also give the same result on the float32 scores)
     return f"is exactly what softmax(x / T) gives with the scores x rounded to float32: {_Q3_FLOAT32_ADVICE}"
 
 

@@ -152,9 +152,38 @@ def _exp_sums_to_one(run: Run) -> str | None:
 
 
 def _not_positive(run: Run) -> str | None:
-    if (run.output > 1e-12).any():
+    # Above the checker's atol (1e-9): log(1 + 1e-12) = 1e-12 is 0 to the tolerance, not a positive entry.
+    if (run.output > 1e-9).any():
         return "has positive entries, but a log-probability is at most 0"
     return None
+
+
+def _log_of_probabilities(run: Run) -> str | None:
+    """Property: the result is not log(p + eps), nor log(max(p, eps)): the probabilities formed, their zeros
+    kept off log(0) by a small number, which turns a log-probability of -1000 into about log(eps)."""
+    out, expected = run.output, run.expected
+    far = np.isfinite(out) & np.isfinite(expected) & (out > expected + 1.0)
+    if not far.any() or out.shape != expected.shape:
+        return None
+    p = np.exp(expected)
+    for how, floor in (("added to them", False), ("as their floor", True)):
+        eps = float(np.median(np.exp(out[far]) - (0.0 if floor else p[far])))
+        if not 0.0 < eps < 1e-3:
+            continue
+        with np.errstate(divide="ignore"):
+            model = np.log(np.maximum(p, eps) if floor else p + eps)
+        if np.allclose(out, model, rtol=1e-6, atol=1e-9):
+            worst = np.unravel_index(int(np.argmax(np.where(far, out - expected, -np.inf))), out.shape)
+            return (f"is the log of the probabilities with a small number, about {eps:.0e}, {how}: "
+                    f"{out[worst]:.4g} where the log-probability is {expected[worst]:.4g}. The small number keeps "
+                    "log(0) away, but every log-probability below log(eps) is lost")
+    return None
+
+
+_log_of_probabilities.next_step = (  # type: ignore[attr-defined]
+    "Never form the probabilities: return `shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))` with "
+    "`shifted = x - x.max(axis=-1, keepdims=True)`, so that nothing small ever goes into `np.log`."
+)
 
 
 _Q2_SOLUTION = """
@@ -206,7 +235,7 @@ def _q2() -> FunctionExercise:
         # when it is lost at all. log(softmax) is caught by -inf where a weight underflows.
         rtol=1e-6,
         atol=1e-9,
-        properties=[_not_positive, _exp_sums_to_one],
+        properties=[_log_of_probabilities, _not_positive, _exp_sums_to_one],
         nonfinite_hint=_Q2_NONFINITE,
         wrong_answers={
             "the log of softmax, which underflows": _q2_log_of_softmax,
@@ -263,11 +292,8 @@ def _float16_running_sum(n: int) -> float:
 
 
 class _PredictionWithInf(ValueExercise):
-    """A prediction exercise for which inf is a plausible wrong answer with its own feedback."""
-
-    def __init__(self, *args, inf_feedback: str, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._inf_feedback = inf_feedback
+    """A prediction exercise for which inf and -inf are plausible wrong answers, each with its own feedback (under
+    the labels "overflow to inf" and "minus infinity"), where ValueExercise rejects any non-finite answer alike."""
 
     def evaluate(self, answer):
         try:
@@ -275,8 +301,9 @@ class _PredictionWithInf(ValueExercise):
         except (TypeError, ValueError):
             is_inf = False  # text, None and the like: the base class explains
         if is_inf and answer is not ...:
-            return Verdict("incorrect", f"✗ Not yet: {self._inf_feedback}", mistake="overflow to inf",
-                           next_step=self.next_steps.get("overflow to inf"))
+            label = "minus infinity" if (np.asarray(answer, dtype=np.float64) < 0).all() else "overflow to inf"
+            text = next(text for name, _, text in self._feedback if name == label)
+            return Verdict("incorrect", f"✗ Not yet: {text}", mistake=label, next_step=self.next_steps.get(label))
         return super().evaluate(answer)
 
 
@@ -329,8 +356,12 @@ def _q3() -> ValueExercise:
                 "the sum never reaches that: at 2048, adding 1 rounds back to 2048.",
             ),
             "overflow to inf": (math.inf, _Q3_INF),
+            "minus infinity": (
+                -math.inf,
+                "a sum of ones only grows: each addition adds +1, or, once the sum is large, nothing at all. It "
+                "can never go below 0, let alone to -inf.",
+            ),
         },
-        inf_feedback=_Q3_INF,
         next_steps={
             "the exact sum": (
                 "Find the first n where `np.float16(n) + np.float16(1) == np.float16(n)`: with 11 significant bits, "
@@ -365,6 +396,10 @@ def _q3() -> ValueExercise:
             "overflow to inf": (
                 "Add the ones one at a time in float16, `s = np.float16(s + np.float16(1))`, and watch where `s` "
                 "stops changing: far below 65504."
+            ),
+            "minus infinity": (
+                "Run `s = np.float16(0)` and then `s = np.float16(s + np.float16(1))` a few times: `s` counts up "
+                "1, 2, 3 ...; find the value where one more addition leaves it where it is."
             ),
         },
         hints=[

@@ -187,6 +187,12 @@ _right_scale.next_step = (  # type: ignore[attr-defined]
 
 
 _ROUNDINGS = {"to the nearest integer": round, "down": math.floor, "up": math.ceil}
+#: The code that rounds √d_k each way, as a learner may write it: what the next step asks to look for.
+_ROUNDING_CODE = {
+    "to the nearest integer": "`round(...)`, `np.round(...)` or `np.rint(...)`",
+    "down": "`int(...)`, `math.floor(...)`, `np.floor(...)`, `//` or `math.isqrt(...)`",
+    "up": "`math.ceil(...)` or `np.ceil(...)`",
+}
 
 
 def _q3_rounded(how):
@@ -253,9 +259,9 @@ def _q3() -> FunctionExercise:
         },
         next_steps={
             **{f"rounding √d_k {how}": (
-                f"Remove the `{fn.__name__}(...)` around your square root, so the divisor is the float "
-                "`np.sqrt(Q.shape[-1])`; for d_k = 96 it must be 9.798, not an integer.")
-               for how, fn in _ROUNDINGS.items()},
+                f"Look for what makes your divisor a whole number ({_ROUNDING_CODE[how]}) and remove it, so the "
+                "divisor is the float `np.sqrt(Q.shape[-1])`; for d_k = 96 it must be 9.798, not an integer.")
+               for how in _ROUNDINGS},
             "no scaling": "Divide your `Q @ K.T` by `np.sqrt(Q.shape[-1])`.",
             "dividing by d_k instead of its square root": (
                 "Wrap your divisor in a square root: `Q @ K.T / np.sqrt(Q.shape[-1])` rather than `/ Q.shape[-1]`."

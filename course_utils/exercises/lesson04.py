@@ -297,8 +297,10 @@ def _amount(nbytes: float) -> str:
 # A structure: it holds or fails whatever the numbers, so it runs for a nearly right answer too (core's `precise`).
 _without_the_jacobian.precise = True  # type: ignore[attr-defined]
 _without_the_jacobian.next_step = (  # type: ignore[attr-defined]
-    "Replace `(np.diag(p) - np.outer(p, p)) @ g` by `p * (g - (g * p).sum(axis=-1, keepdims=True))`: the same "
-    "numbers from two length-n vectors."
+    "Find where your function makes n x n numbers (the line the feedback names, where it names one; else look for "
+    "`np.diag`, `np.outer`, `np.eye`, a broadcast `p[:, None] * p[None, :]`, `torch.diag_embed`, `jacobian(...)` or "
+    "nested lists) and replace it, with the product with g after it, by "
+    "`p * (g - (g * p).sum(axis=-1, keepdims=True))`: the same numbers from two length-n vectors."
 )
 
 

@@ -11,10 +11,12 @@ from ..softmax import softmax
 from .core import (
     Case,
     Exercise,
+    _Failed,
     FunctionExercise,
     Run,
     ValueExercise,
     clip_variants,
+    first_float_error,
     shift_and_clip_advice,
     shift_and_clip_next_steps,
     shift_variants,
@@ -325,37 +327,105 @@ def _zero_where_masked(run: Run) -> str | None:
 _zero_where_masked.precise = True  # type: ignore[attr-defined]
 
 
+_zero_where_masked.next_step = (  # type: ignore[attr-defined]
+    "Print your weights beside the mask on that input: every False position must hold exactly 0. A blocked score "
+    "must become `-np.inf` before the softmax (a finite fill such as -1e9 leaves weight on it where the allowed "
+    "scores are far below), and a row with no allowed key must give zeros, not 1/n each: "
+    "`np.where(mask.any(axis=-1, keepdims=True), weights, 0.0)`."
+)
+
+
 def _rows_sum_to_one_where_allowed(run: Run) -> str | None:
     """Property: a row with an allowed key sums to 1, a row without one sums to 0."""
     total = run.output.sum(axis=-1)
     target = _allowed(run).any(axis=-1).astype(float)
     if not np.allclose(total, target, atol=1e-6):
+        why = ""
+        if ((target == 1) & (total == 0)).any():  # a row with a key lost all its weight: say what NumPy saw
+            error = first_float_error(run.function, run.case)
+            why = (f": NumPy reports {error}, and a nan or inf made there became 0 further on (`np.nan_to_num`, a guard)"
+                   if error else ": every allowed exponential underflowed to 0, shifted below its own allowed maximum")
         return (
             f"has row sums {np.round(total, 4).tolist()}; expected {target.tolist()} "
-            "(1 where a row has an allowed key, 0 where it has none)"
+            f"(1 where a row has an allowed key, 0 where it has none){why}"
         )
     return None
 
 
 _rows_sum_to_one_where_allowed.next_step = (  # type: ignore[attr-defined]
-    "Print `e.sum(axis=-1)` on that input, row by row. A row with an allowed key that sums to 0 was shifted by "
-    "more than its own allowed maximum, so its exponentials underflowed: shift by "
-    "`np.where(mask, s, -np.inf).max(axis=-1, keepdims=True)`. A row that sums to between 0 and 1 lost the "
-    "blocked keys' weight after the softmax: put `-np.inf` in before `np.exp`. A row with no allowed key gets zeros."
+    "Print each intermediate on that input, row by row, after `np.seterr(all='raise')`: the first line that "
+    "overflows or makes nan is the one to change (shift by `np.where(mask, scores, -np.inf).max(axis=-1, "
+    "keepdims=True)`; select with `np.where(mask, scores, -np.inf)` rather than adding `(1 - mask) * -np.inf`, "
+    "since 0 * inf is nan), and an `np.nan_to_num` afterwards only hides it. A row that sums to between 0 and 1 "
+    "lost the blocked keys' weight after the softmax: put `-np.inf` in before `np.exp`."
 )
 
 
-def _q2_nonfinite(case: Case) -> str:
-    """What a nan or inf means: a row with no allowed key where the case has one, else an overflow."""
-    scores, mask = case.args
+#: Scores this far apart (the cases' 2e10) leave every finite fill a learner picks (-1e4, -1e9) among the scores.
+_FAR = 1e6
+
+
+def _no_finite_fill(run: Run) -> str | None:
+    """Property, on a row of scores far apart: the answer is not a finite fill for the blocked scores.
+
+    A fill such as -1e9 (put in with `np.where`, or added as `(1 - mask) * -1e4`) works while every allowed score
+    is far above it: `* mask` after the softmax even repairs a row with no allowed key. Scores 2e10 apart show it.
+    The answer is named a finite fill where it gives the right weights once the row is tame (the allowed scores
+    shifted to a maximum of 0, the blocked ones set to the lowest allowed score) and on its allowed scores alone
+    (so that a clip, which fails there too, is not named a fill). Rows of one dimension only, as the cases are.
+    """
+    scores, mask = (np.asarray(a) for a in run.case.args)
+    finite = scores[np.isfinite(scores)]
+    if scores.ndim != 1 or not (np.abs(finite) >= _FAR).any() or np.allclose(run.output, run.expected, rtol=1e-6,
+                                                                            atol=1e-9):
+        return None
+    mask = np.broadcast_to(mask, scores.shape)
+    if not mask.any() or mask.all():
+        return None
+    top, low = scores[mask].max(), scores[mask].min()
+    tame = np.where(mask, scores - top, low - top)
+    alone = scores[mask]
+    try:
+        right = [np.allclose(run.call(tame, mask), _q2_reference(tame, mask), rtol=1e-9, atol=1e-12),
+                 np.allclose(run.call(alone, np.ones(alone.shape, bool)), _q2_reference(alone, True), rtol=1e-9,
+                             atol=1e-12)]
+    except _Failed:
+        return None
+    if not all(right):
+        return None
+    gap = float(np.ptp(finite))
+    return (f"is what a finite fill for the blocked scores gives (a number such as -1e9, or `(1 - mask) * -1e4` "
+            f"added): with scores {gap:.0e} apart, that number no longer lies far below every allowed score, where "
+            "-inf always does. Your function is right on the same row once its scores are near 0")
+
+
+_no_finite_fill.next_step = (  # type: ignore[attr-defined]
+    "Make the blocked scores `-np.inf`, with `np.where(mask, scores, -np.inf)`, instead of your finite number "
+    "(`-1e9`, `-10000`, `finfo.min` added ...); then give a row with no allowed key zeros with "
+    "`np.where(mask.any(axis=-1, keepdims=True), weights, 0.0)`."
+)
+
+
+def _q2_nonfinite(run: Run) -> str:
+    """What a nan or inf means: a row with no allowed key where the case has one, else what NumPy saw first."""
+    scores, mask = run.case.args
     if not np.broadcast_to(mask, np.shape(scores)).any(axis=-1).all():
         return (
             "This input has a row with no allowed key: its maximum over the allowed scores is -inf and its "
             "exponentials sum to 0, so -inf - (-inf) or 0/0 gives nan. Return zeros for such a row."
         )
+    error = first_float_error(run.function, run.case)
+    if error is not None and "multiply" in error:
+        return (f"NumPy reports {error}. 0 * inf is nan: a mask of 1s and 0s multiplied by -inf, `(1 - mask) * -np.inf`, "
+                "gives nan on every allowed key, where the mask is 1. Select instead: `np.where(mask, scores, -np.inf)`.")
+    if error is not None and "overflow" in error:
+        return (f"NumPy reports {error}: exp() of a large score overflows. Subtract each row's own maximum over its "
+                "*allowed* scores before `np.exp`.")
     return (
-        "exp() overflowed, or every allowed exponential underflowed to 0 and 0/0 gave nan: subtract each "
-        "row's own maximum over its *allowed* scores first."
+        (f"NumPy reports {error}. " if error else "")
+        + "Every row here has an allowed key: look for exp() overflowing (an unshifted large score), every allowed "
+        "exponential underflowing to 0 (a shift beyond the allowed maximum, then 0/0), or 0 * inf (a mask "
+        "multiplied by -inf)."
     )
 
 
@@ -405,9 +475,15 @@ def _q2() -> FunctionExercise:
             # Every allowed score far below 0, the blocked one above it: a maximum taken with the blocked
             # scores set to 0 (`scores * mask`) is 0, and every allowed exponential underflows.
             Case((np.array([-1000.0, -999.0, 5.0]), np.array([True, True, False]))),
+            # Scores 2e10 apart: a finite fill (-1e9, -1e4), even with `* mask` after the softmax to repair a row
+            # with no allowed key, lies above the allowed scores of the second row, and below the blocked score
+            # of the first once added to it. The second row's allowed scores are 2048 apart, float32's spacing
+            # there, so that an answer in float32 (which the tolerance admits) still tells them apart.
+            Case((np.array([0.0, 1.0, 2e10]), np.array([True, True, False]))),
+            Case((np.array([-2e10, -2e10 + 2048.0, 0.0]), np.array([True, True, False]))),
             Case((np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), np.array([[True, True, False], [False, False, False]]))),
         ],
-        properties=[_zero_where_masked, _rows_sum_to_one_where_allowed],
+        properties=[_no_finite_fill, _zero_where_masked, _rows_sum_to_one_where_allowed],
         nonfinite_hint=_q2_nonfinite,
         wrong_answers={
             "masking after the softmax": _q2_mask_after,

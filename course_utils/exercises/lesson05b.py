@@ -20,14 +20,14 @@ dominates, where masking after the softmax and renormalizing gives 0/0; q4 has c
 
 Fill values: q2 and q3 accept a finite fill such as -1e4 with the right polarity, since
 their allowed scores are of order 1 and exp(fill - max) is then exactly 0 in float64; the weak
-fill is q4's subject, whose case with scores of size 1e6 rejects -1e5 and -1e4.
+fill is q4's subject, whose case with scores of size 1e6 rejects any fill above about -1e6 (-1e5, -6e5).
 """
 
 from __future__ import annotations
 
 import copy
 import math
-from typing import Callable, Mapping
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -38,7 +38,7 @@ from .core import Case, Exercise, FunctionExercise, Run, starter
 
 # float64 rounding (u = 2^-53) of a right answer and of the reference, each within the forward bound of attention
 # (tests/rounding_bounds.py: attention_error): at most 4.3e-12 on q2-q4's cases, below atol + rtol·|reference| on
-# every entry; the one exception is q4's case with scores of size 5e5, whose scores round by 4e-10, but whose rows
+# every entry; the one exception is q4's case with scores of size 1e6, whose scores round by up to 1e-9, but whose rows
 # are saturated (weights 1 and below 1e-27), so that any float64 answer gives those rows of V to within 1e-27.
 # q1's two paths through nn.MultiheadAttention differ by less than 2e-13. Every mistake misses by 1e-3 or more.
 _RTOL, _ATOL = 1e-9, 1e-12
@@ -74,18 +74,30 @@ class _TorchCase(Case):
         return "(" + ", ".join(short(a) for a in self.args) + ")"
 
 
-def _named_mistakes(mistakes: Mapping[str, Callable[..., object]]) -> Callable[[Run], "str | None"]:
-    """Property: the answer is not one of the known mistakes (and if it is, say which)."""
+def _named_mistakes(mistakes: Mapping[str, Callable[..., object]],
+                    cases: Sequence[Case] = ()) -> Callable[[Run], "str | None"]:
+    """Property: the answer is not one of the known mistakes (and if it is, say which).
+
+    A mistake that matches on the run's case is named only where the answer gives its outputs on every one of
+    `cases` too: a scale of 1/√batch gives what no scale gives on a case of batch 1, and nothing like it elsewhere.
+    """
+
+    def output(function: Callable[..., object], case: Case) -> np.ndarray | None:
+        try:
+            with np.errstate(all="ignore"):
+                return _numpy(function(*copy.deepcopy(case.args), **copy.deepcopy(dict(case.kwargs))))
+        except Exception:  # noqa: BLE001 - a mistake (or an answer) that cannot run on this case: no match here
+            return None
 
     def check(run: Run) -> str | None:
         if _same(run.output, run.expected):
             return None
         for explanation, wrong in mistakes.items():
-            try:
-                theirs = _numpy(wrong(*run.case.args, **run.case.kwargs))
-            except Exception:  # noqa: BLE001 - a mistake that cannot run on this case is not this answer
+            theirs = output(wrong, run.case)
+            if theirs is None or not _same(run.output, theirs):
                 continue
-            if _same(run.output, theirs):
+            others = [(output(run.function, case), output(wrong, case)) for case in cases if case is not run.case]
+            if all(a is None and b is None or a is not None and b is not None and _same(a, b) for a, b in others):
                 return f"matches a known mistake: {explanation}"
         return None
 
@@ -170,6 +182,10 @@ def _q1_float_ones(mha, x, lengths):
     return mha(x, x, x, key_padding_mask=_real(x, lengths).to(x.dtype))[0]  # 1.0 is *added* to real keys
 
 
+def _q1_float_pads(mha, x, lengths):
+    return mha(x, x, x, key_padding_mask=(~_real(x, lengths)).to(x.dtype))[0]  # 1.0 is *added* to the pads
+
+
 def _q1_as_attn_mask(mha, x, lengths):
     # The (B, S) mask repeated as (B * heads, L, S) attn_mask, with SDPA's polarity (True = attend).
     mask = _real(x, lengths)[:, None, :].expand(-1, x.shape[1], -1).repeat_interleave(mha.num_heads, dim=0)
@@ -194,6 +210,8 @@ _Q1_MISTAKES = {
     "no mask at all: every token attends to the pads": _q1_no_mask,
     "`>` instead of `>=`: the first pad of each sequence stays visible": _q1_off_by_one,
     "a float mask of 1.0/0.0 is *added* to the scores, it blocks nothing": _q1_float_ones,
+    "True on the pads, as key_padding_mask wants, but as a float mask of 1.0/0.0: nn.MultiheadAttention *adds* a "
+    "float mask to the scores, so each pad gets +1 and stays visible": _q1_float_pads,
     "the mask on the query axis: it must hide pad *keys* from every query": _q1_query_axis,
     "the mask is right now, but the pads' own outputs were set to 0: nn.MultiheadAttention computes an output "
     "for every position, a pad query attending to the real keys, and the fix changes only the mask (the loss "
@@ -248,20 +266,22 @@ def _q1_cases() -> list[Case]:
 
 
 def _q1() -> FunctionExercise:
+    cases = _q1_cases()
     return FunctionExercise(
         "05b",
         "q1",
         "Fix the padding mask given to nn.MultiheadAttention",
         reference=_q1_reference,
         starter=starter,
-        cases=_q1_cases(),
-        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q1_MISTAKES)],
+        cases=cases,
+        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q1_MISTAKES, cases)],
         properties=[_q1_pads_do_not_leak],
         wrong_answers={
             "True = real token as the mask (the bug itself, or SDPA's polarity in attn_mask)": _q1_buggy,
             "no mask": _q1_no_mask,
             "the first pad left visible": _q1_off_by_one,
             "a float 1/0 mask": _q1_float_ones,
+            "a float mask with 1.0 on the pads": _q1_float_pads,
             "the mask on the query axis": _q1_query_axis,
             "the pads' outputs set to 0": _q1_pad_outputs_zeroed,
         },
@@ -279,6 +299,10 @@ def _q1() -> FunctionExercise:
             ),
             "a float 1/0 mask": (
                 "Drop the `.to(x.dtype)` (or `.float()`): pass the bool tensor `~real` itself as `key_padding_mask`."
+            ),
+            "a float mask with 1.0 on the pads": (
+                "Keep your mask's polarity, True on the pads, but pass it as bool: remove the `.to(...)`, `.float()` "
+                "or `.double()` that turns it into 1.0 and 0.0."
             ),
             "the mask on the query axis": (
                 "Pass the (B, S) mask as `key_padding_mask=~real`, not an `attn_mask` built from `real[:, :, None]`: "
@@ -431,6 +455,9 @@ def _future_does_not_leak(run: Run) -> str | None:
     return None
 
 
+# A structure, not a number: a finite fill of -20 leaks 2e-9, nearly right, and must be named as the leak it is
+# (core: `precise` properties run for answers within 1e-4 too). A right answer moves by 0 there.
+_future_does_not_leak.precise = True  # type: ignore[attr-defined]
 _future_does_not_leak.next_step = (  # type: ignore[attr-defined]
     "Print your attention weights for the first query of that input: every weight on a later key must be exactly 0. "
     "Each blocked score must become -inf before the softmax (`scores.masked_fill(~allowed, float('-inf'))`; a finite "
@@ -473,19 +500,20 @@ def _dominant_future(gen: np.random.Generator) -> tuple[torch.Tensor, ...]:
 
 def _q2() -> FunctionExercise:
     gen = np.random.default_rng(52)
+    cases = [
+        _TorchCase(_qkv(gen, (4, 3))),
+        _TorchCase(_qkv(gen, (2, 5, 4))),
+        _TorchCase(_qkv(gen, (2, 2, 6, 4), scale=2.0)),
+        _TorchCase(_dominant_future(gen)),  # a blocked (future) score dominates: renormalizing gives 0/0
+    ]
     return FunctionExercise(
         "05b",
         "q2",
         "Fix a causal mask from generate_square_subsequent_mask used with masked_fill",
         reference=_q2_reference,
         starter=starter,
-        cases=[
-            _TorchCase(_qkv(gen, (4, 3))),
-            _TorchCase(_qkv(gen, (2, 5, 4))),
-            _TorchCase(_qkv(gen, (2, 2, 6, 4), scale=2.0)),
-            _TorchCase(_dominant_future(gen)),  # a blocked (future) score dominates: renormalizing gives 0/0
-        ],
-        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q2_MISTAKES)],
+        cases=cases,
+        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q2_MISTAKES, cases)],
         properties=[_future_does_not_leak],
         wrong_answers={
             "the bug itself (mask == 0 filled)": _q2_buggy,
@@ -665,14 +693,15 @@ or `is_causal=True`. The model-width scale was reported and fixed in lucidrains/
 
 def _q3() -> FunctionExercise:
     gen = np.random.default_rng(53)
+    cases = [_TorchCase(_qkv(gen, (1, 2, 4, 4), scale=1.5)), _TorchCase(_qkv(gen, (2, 4, 5, 8), scale=1.5))]
     return FunctionExercise(
         "05b",
         "q3",
         "Fix multi-head causal attention: the scale and the mask",
         reference=_q3_reference,
         starter=starter,
-        cases=[_TorchCase(_qkv(gen, (1, 2, 4, 4), scale=1.5)), _TorchCase(_qkv(gen, (2, 4, 5, 8), scale=1.5))],
-        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q3_MISTAKES)],
+        cases=cases,
+        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q3_MISTAKES, cases)],
         properties=[_future_does_not_leak],
         wrong_answers={
             "the bug itself": _q3_buggy,
@@ -803,6 +832,14 @@ def _q4_polarity(Q, K, V, mask=None):
     return _attention(Q, K, V, None if mask is None else ~mask)
 
 
+def _q4_polarity_in_the_fill(Q, K, V, mask=None):
+    if mask is None:
+        return _attention(Q, K, V)
+    scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(Q.size(-1))
+    weights = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)  # fills the allowed keys
+    return torch.matmul(torch.where(mask.any(dim=-1, keepdim=True), weights, 0.0), V)  # the guard reads the mask right
+
+
 def _q4_zero_weights_not_output(Q, K, V, mask=None):
     scores = torch.matmul(Q, K.transpose(-2, -1)) / math.sqrt(Q.size(-1))
     weights = F.softmax(scores, dim=-1)
@@ -811,6 +848,9 @@ def _q4_zero_weights_not_output(Q, K, V, mask=None):
     return torch.matmul(weights, V)
 
 
+#: The seed's -1e9 (or -inf made finite by `nan_to_num`) without a guard; a finite fill too weak for scores of 1e6.
+_Q4_SEED = "a finite fill without the empty-row guard (the seed with d_k defined)"
+_Q4_WEAK = "a finite fill above -1e6 (-1e4, -1e5, -6e5), with the empty-row guard"
 _Q4_NAN_ROWS = "-inf with the rows that have no allowed key left NaN (no guard, or a guard that multiplies)"
 _Q4_MULTIPLIED = (
     "the rows with no allowed key are NaN, and 'zeroing' them by multiplying by `mask.any(-1, keepdim=True)` "
@@ -818,9 +858,10 @@ _Q4_MULTIPLIED = (
 )
 
 _Q4_MISTAKES = {
-    "the seed's function with `d_k = Q.size(-1)`: right where a query has an allowed key, but a query with "
-    "none gets uniform weights from the -1e9 fill, the average of all values, instead of zeros": _q4_seed_with_d_k,
-    "a finite fill such as -1e5 or -1e4 is not far enough below scores of size 1e6: blocked keys win the "
+    "a finite fill for the blocked scores without a guard (the seed's -1e9, or -inf made finite by `nan_to_num`): "
+    "right where a query has an allowed key, but a query with none gets uniform weights, the average of all "
+    "values, instead of zeros": _q4_seed_with_d_k,
+    "a finite fill such as -1e4, -1e5 or -6e5 is not far enough below scores of size 1e6: blocked keys win the "
     "softmax": _q4_weak_fill,
     "-inf without a working guard: a query with no allowed key gets NaN": _q4_minus_inf,
     "d_k must be the length of the query and key vectors, Q.size(-1), not a number of tokens": _q4_keys_as_d_k,
@@ -829,6 +870,9 @@ _Q4_MISTAKES = {
     "the scale divides by √d_v, the length of the values; the scores are dot products of queries and keys, "
     "so it is √d_k = √Q.size(-1)": _q4_d_v,
     "the mask polarity is inverted: True means *may attend* here": _q4_polarity,
+    "the fill reads the mask the wrong way round, `masked_fill(mask, ...)`: it blocks the allowed keys (True means "
+    "*may attend* here), so a query whose keys are all allowed is left with none and gets NaN, which a guard on "
+    "`mask.any(-1)` keeps": _q4_polarity_in_the_fill,
     "masking after the softmax: the blocked keys keep their share of the denominator": _q4_zero_weights_not_output,
 }
 
@@ -888,12 +932,18 @@ def _multiplies_nan_by_zero(function: Callable[..., object], case: Case) -> bool
     return mode.seen
 
 
-def _q4_named_mistakes(run: Run) -> str | None:
+def _q4_named_mistakes(cases: Sequence[Case]) -> Callable[[Run], "str | None"]:
     """The known mistakes, and a guard that multiplies NaN rows by 0, which no output can tell from no guard."""
-    named = _named_mistakes(_Q4_MISTAKES)(run)
-    if named is not None and np.isnan(run.output).any() and _multiplies_nan_by_zero(run.function, run.case):
-        return f"matches a known mistake: {_Q4_MULTIPLIED}"
-    return named
+    named_mistakes = _named_mistakes(_Q4_MISTAKES, cases)
+
+    def check(run: Run) -> str | None:
+        named = named_mistakes(run)
+        if named is not None and np.isnan(run.output).any() and _multiplies_nan_by_zero(run.function, run.case):
+            return f"matches a known mistake: {_Q4_MULTIPLIED}"
+        return named
+
+    check.__name__ = "_q4_named_mistakes"
+    return check
 
 
 def _blocked_keys_do_not_leak(run: Run) -> str | None:
@@ -913,6 +963,7 @@ def _blocked_keys_do_not_leak(run: Run) -> str | None:
     return None
 
 
+_blocked_keys_do_not_leak.precise = True  # type: ignore[attr-defined]  # as _future_does_not_leak
 _blocked_keys_do_not_leak.next_step = (  # type: ignore[attr-defined]
     "Print `torch.softmax(scores, dim=-1)` on that input after your fill: every blocked key's weight must be exactly "
     "0. A finite fill leaves weight on a blocked key when the allowed scores are far below it: fill with "
@@ -952,11 +1003,12 @@ def _q4_cases() -> list[Case]:
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     padded_left = torch.tensor([False, False, True, True, True])  # two pads on the left, with a causal mask
     left = torch.ones(5, 5, dtype=torch.bool).tril() & padded_left[None, :]
-    # Scores of size 1e6: each query scores about -1e6 against its two allowed keys, so a fill of
-    # -1e5 on the two blocked keys would be the largest score of the row.
+    # Scores of size 1e6: each query scores about -1e6 against its two allowed keys after the scale 1/√4 = 1/2
+    # (q·k about -2e6), so any fill above about -1e6 (-1e5, -6e5) on the two blocked keys would be the largest
+    # score of the row.
     u = _t(gen.normal(size=4))
     u = u / u.norm()
-    q_big = 1000.0 * u + _t(gen.normal(size=(3, 4)))
+    q_big = 2000.0 * u + _t(gen.normal(size=(3, 4)))
     k_big = torch.cat([-1000.0 * u + _t(gen.normal(size=(2, 4))), _t(gen.normal(size=(2, 4)))])
     big = (q_big, k_big, _t(gen.normal(size=(4, 3))))
     # Values of another length than the queries and keys (d_v != d_k), so that a scale by √d_v is wrong.
@@ -970,22 +1022,24 @@ def _q4_cases() -> list[Case]:
 
 
 def _q4() -> FunctionExercise:
+    cases = _q4_cases()
     return FunctionExercise(
         "05b",
         "q4",
         "Fix the seed's attention function so that it matches torch's SDPA",
         reference=_q4_reference,
         starter=starter,
-        cases=_q4_cases(),
-        early_properties=[_leaves_inputs_unchanged, _q4_named_mistakes],
+        cases=cases,
+        early_properties=[_leaves_inputs_unchanged, _q4_named_mistakes(cases)],
         properties=[_blocked_keys_do_not_leak],
         wrong_answers={
-            "the seed with d_k defined": _q4_seed_with_d_k,
-            "a fill of -1e5 or -1e4, with the empty-row guard": _q4_weak_fill,
+            _Q4_SEED: _q4_seed_with_d_k,
+            _Q4_WEAK: _q4_weak_fill,
             _Q4_NAN_ROWS: _q4_minus_inf,
             "d_k from the number of keys": _q4_keys_as_d_k,
             "d_k from the values, √d_v": _q4_d_v,
             "the polarity inverted": _q4_polarity,
+            "the polarity inverted in the fill, the guard right": _q4_polarity_in_the_fill,
             "masked after the softmax": _q4_zero_weights_not_output,
             _IN_PLACE: _in_place,
         },
@@ -1005,13 +1059,14 @@ def _q4() -> FunctionExercise:
         },
         next_steps={
             **_IN_PLACE_NEXT,
-            "the seed with d_k defined": (
-                "Change the fill `-1e9` to `float('-inf')` and, after the softmax, select on the mask: "
-                "`attention_weights = torch.where(mask.any(-1, keepdim=True), attention_weights, 0.0)`."
+            _Q4_SEED: (
+                "Give a query with no allowed key zeros, whatever its finite fill made of it: after `F.softmax`, add "
+                "`attention_weights = torch.where(mask.any(-1, keepdim=True), attention_weights, 0.0)` (and leave "
+                "the blocked scores as `masked_fill(mask == 0, float('-inf'))` makes them, with no step after it)."
             ),
-            "a fill of -1e5 or -1e4, with the empty-row guard": (
-                "Change the fill (`-1e5` or `-1e4`) in `masked_fill(mask == 0, ...)` to `float('-inf')`; keep your "
-                "guard as it is."
+            _Q4_WEAK: (
+                "Change the finite number in your `masked_fill(mask == 0, ...)` to `float('-inf')`; keep your guard "
+                "as it is."
             ),
             _Q4_NAN_ROWS: (
                 "After `F.softmax`, under `if mask is not None:`, add `attention_weights = "
@@ -1022,6 +1077,10 @@ def _q4() -> FunctionExercise:
             "the polarity inverted": (
                 "Fill where the mask is False: `masked_fill(~mask, ...)` or `masked_fill(mask == 0, ...)`, not "
                 "`masked_fill(mask, ...)`."
+            ),
+            "the polarity inverted in the fill, the guard right": (
+                "Change the condition of your `masked_fill` to where the mask is False, `mask == 0` (or `~mask`); "
+                "your guard on `mask.any(-1, keepdim=True)` stays as it is."
             ),
             "masked after the softmax": (
                 "Delete `weights = weights * mask` and fill the scores before the softmax: "

@@ -124,6 +124,10 @@ def _q2_nan_to_num(out: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.nan_to_num(out, nan=0.0)
 
 
+def _q2_nan_to_num_multiply(out: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    return np.nan_to_num(out) * mask.any(axis=-1, keepdims=True)  # rewrites a NaN in a row that has a key
+
+
 def _q2_nan_rows(out: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(out).any(axis=-1, keepdims=True), 0.0, out)
 
@@ -170,6 +174,8 @@ def _q2_cases() -> list[Case]:
     nan_rows[:2] = np.nan  # what torch.softmax's path returns for the empty rows
     unmasked = base.copy()
     unmasked[:2] = rng.normal(size=(2, D)) * 300.0  # cuDNN-like: finite, and far from 0
+    nan_with_key = base.copy()
+    nan_with_key[[1, 3]] = np.nan  # row 3 may attend (a NaN from upstream, say): a guard must leave it as it is
     pad = np.ones((2, 1, 1, 4), dtype=bool)
     pad[1] = False  # the second sequence is all padding: all its queries are empty
     batch = rng.normal(size=(2, 2, 4, D))
@@ -178,6 +184,7 @@ def _q2_cases() -> list[Case]:
         Case((nan_rows, causal_left_pad)),
         Case((unmasked, causal_left_pad)),
         Case((np.where(causal_left_pad.any(-1, keepdims=True), base, 0.0), causal_left_pad)),  # already zeros
+        Case((nan_with_key, causal_left_pad)),  # NaN in an empty row and in a row with keys
         Case((batch, pad)),  # a key-padding mask (B, 1, 1, S)
         Case((rng.normal(size=(4, 2)), np.ones((4, 6), dtype=bool) & (np.arange(6) < 1))),  # one key each
     ]
@@ -199,6 +206,7 @@ def _q2() -> FunctionExercise:
             # Zeroing the rows that hold a NaN (`_q2_nan_rows`) gives the same outputs: a backend's empty row is
             # all NaN or all finite, so one label names both.
             "replacing NaN by 0 (deciding by the values, not the mask)": _q2_nan_to_num,
+            "replacing NaN by 0, then multiplying by has_key": _q2_nan_to_num_multiply,
         },
         variants={
             "testing mask.all instead of mask.any": _q2_all,
@@ -215,6 +223,10 @@ def _q2() -> FunctionExercise:
             "replacing NaN by 0 (deciding by the values, not the mask)": (
                 "A backend may return a finite row for a query with no key (cuDNN returns the output of no mask at "
                 "all), and nan_to_num, or a test for NaN, keeps it: decide by the mask, not by the values."
+            ),
+            "replacing NaN by 0, then multiplying by has_key": (
+                "Every query that has a key must keep its row exactly as the backend returned it, NaN included: "
+                "nan_to_num rewrites it. Only the rows with no key change, chosen by the mask alone."
             ),
             "testing mask.all instead of mask.any": "A query needs one allowed key, not all of them: use mask.any.",
             "reading True as blocked": "Here True means may attend, as in SDPA: a query has a key where any entry is True.",
@@ -241,6 +253,10 @@ def _q2() -> FunctionExercise:
             "replacing NaN by 0 (deciding by the values, not the mask)": (
                 "Delete the `np.nan_to_num(out)` (or the test `np.isnan(out)`) and build `has_key = mask.any(axis=-1, "
                 "keepdims=True)`; return `np.where(has_key, out, 0.0)`: the condition reads the mask, never `out`."
+            ),
+            "replacing NaN by 0, then multiplying by has_key": (
+                "Delete the `np.nan_to_num(...)` and select instead of multiplying: return "
+                "`np.where(mask.any(axis=-1, keepdims=True), out, 0.0)`, which leaves every row with a key untouched."
             ),
             "testing mask.all instead of mask.any": "Change `mask.all(axis=-1, keepdims=True)` to `mask.any(axis=-1, keepdims=True)`.",
             "reading True as blocked": "Remove the `~` in front of `mask` (or of `mask.any(...)`) in your condition.",

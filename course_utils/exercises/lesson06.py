@@ -76,11 +76,26 @@ def _q1_k_from_zero(x: np.ndarray) -> np.ndarray:
     return np.maximum(x - tau, 0)
 
 
-def _q1_one_michelot_step(x: np.ndarray) -> np.ndarray:
-    tau = (np.sum(x) - 1) / np.size(x)  # tau of the whole row, as if every key were in the support
-    support = x > tau  # one refinement of the support, where Michelot's algorithm repeats until it stops changing
-    tau = (x[support].sum() - 1) / support.sum()
-    return np.maximum(x - tau, 0)
+def _q1_michelot_steps(steps: int):
+    """Michelot's algorithm stopped after a fixed number of refinements of the support, where it repeats until the
+    support stops changing. It starts from tau of the whole row, as if every key were in the support."""
+
+    def refined(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        support = np.ones(x.size, dtype=bool)
+        for _ in range(steps):
+            support = x > (x[support].sum() - 1) / support.sum()
+        return np.maximum(x - (x[support].sum() - 1) / support.sum(), 0)
+
+    return refined
+
+
+#: The fixed numbers of refinements a learner may try; the row with a long tail below needs 6.
+_MICHELOT_STEPS = (2, 3)
+
+
+def _michelot_label(steps: int) -> str:
+    return f"refining the support {steps} times, not until it stops changing (Michelot's algorithm cut short)"
 
 
 def _q1_one_hot(x: np.ndarray) -> np.ndarray:
@@ -176,14 +191,26 @@ _q1_sums_to_one.next_step = (  # type: ignore[attr-defined]
 _q1_sums_to_one.coarse = getattr(sums_to_one, "coarse", False)  # type: ignore[attr-defined]
 
 
-def _q1_exact_zeros(run: Run) -> str | None:
-    """Property: where sparsemax gives exactly 0, so does the answer (-0.0 counts as 0; 1e-10 does not)."""
+def _stray_weight(run: Run) -> float | None:
+    """The largest weight the answer gives a key whose sparsemax weight is exactly 0 (-0.0 counts as 0), or None."""
     nonzero = (run.expected == 0) & (run.output != 0)
-    if not nonzero.any():
+    return float(np.abs(run.output[nonzero]).max()) if nonzero.any() else None
+
+
+def _q1_exact_zeros(run: Run) -> str | None:
+    """Property: where sparsemax gives exactly 0, the answer gives no small weight (below 1e-3) either."""
+    largest = _stray_weight(run)
+    if largest is None or largest >= 1e-3:
         return None
-    largest = float(np.abs(run.output[nonzero]).max())
-    small = ": sparsemax's zeros are exact, not small" if largest < 1e-3 else ""
-    return f"gives weight {largest:.2g} to a key whose sparsemax weight is exactly 0{small}"
+    return f"gives weight {largest:.2g} to a key whose sparsemax weight is exactly 0: sparsemax's zeros are exact, not small"
+
+
+def _q1_zeros_below_tau(run: Run) -> str | None:
+    """Property: where sparsemax gives exactly 0, the answer gives no weight of 1e-3 or more (softmax's, say)."""
+    largest = _stray_weight(run)
+    if largest is None or largest < 1e-3:
+        return None
+    return f"gives weight {largest:.2g} to a key whose sparsemax weight is exactly 0"
 
 
 # Checked also for a nearly right answer (core: `precise`): sparsemax's zeros are exact, which no rounding explains.
@@ -193,6 +220,11 @@ _q1_exact_zeros.precise = True  # type: ignore[attr-defined]
 _q1_exact_zeros.next_step = (  # type: ignore[attr-defined]
     "Return `np.maximum(x - tau, 0)` as it is: remove the small number from the clip and the `+ eps` / "
     "renormalization after it."
+)
+_q1_zeros_below_tau.next_step = (  # type: ignore[attr-defined]
+    "Print your weights beside `x - tau` on that input, with tau from the sorted test (`1 + k * z > cumsum`): every "
+    "key with `x - tau <= 0` must get exactly 0, which `np.maximum(x - tau, 0)` gives; weights made by `np.exp` (a "
+    "softmax) are never 0."
 )
 
 
@@ -240,14 +272,19 @@ def _q1() -> FunctionExercise:
             Case((np.array([-2.0, -1.3, -3.5, -1.1]),)),  # all negative: tau = -1.7, two keys in the support
             # Far below 0: an answer that special-cases rows whose maximum is below some threshold (-1.5, say) fails here.
             Case((np.array([-5.0, -5.5]),)),
+            # A long tail far below: Michelot's refinement of the support drops a few keys at a time and needs 6
+            # rounds here, so a loop cut after a fixed number of rounds (2, 3, 5) is off.
+            Case((np.array([-2.05, 1.0, -21.0, 0.34, -0.93, -149.0, 0.79, -889.0, -0.13, -1114.0]),)),
         ],
         probes=[
+            Case((np.array([-1.996, 1.055, 2.71, 0.282, -2.23]),)),  # 3 rounds of Michelot's algorithm
             Case((np.array([-0.2, -0.1, -0.4, -3.0, -0.3]),)),
             Case((np.array([-1000.0, -999.5, -1001.0]),)),
             Case((np.array([0.05, -0.5, -0.2]),)),
         ],
         properties=[
             non_negative,
+            _q1_zeros_below_tau,
             _q1_exact_zeros,
             # After the exact zeros: sparsemax's zeros stay exact in float32, and the small-weight answers are named first.
             float32_rounding("compute in float64: sort and sum the row as it comes (float64), without astype(np.float32) or dtype=np.float32"),
@@ -262,7 +299,7 @@ def _q1() -> FunctionExercise:
             # Sorting ascending gives what tau from all entries gives (every k passes the test): that label names it.
             "counting k from 0 in the support test": _q1_k_from_zero,
             "one-hot on the largest score (argmax)": _q1_one_hot,
-            "one refinement of the support instead of iterating it (one Michelot step)": _q1_one_michelot_step,
+            "one refinement of the support instead of iterating it (one Michelot step)": _q1_michelot_steps(1),
             "returning the weights in sorted order instead of the order of x": _q1_sorted_order,
             "softmax with small weights dropped, renormalized": _q1_renormalized_softmax,
             "relu(x) / sum(relu(x))": _q1_relu_normalization,
@@ -276,7 +313,9 @@ def _q1() -> FunctionExercise:
             "requiring a positive score in the support test": _q1_threshold_from_zero,
             "uniform weights for a row without a positive score": _q1_uniform_without_positive_scores,
             **_q1_not_exact((1e-3, 1e-6), (1e-3, 1e-6)),
+            **{_michelot_label(k): _q1_michelot_steps(k) for k in _MICHELOT_STEPS},
         },
+        own=[sparsemax],
         advice={
             "one-hot on the largest score (argmax)": (
                 "Sparsemax is one-hot only where the largest score leads the next by 1 or more; a smaller gap leaves "
@@ -330,6 +369,10 @@ def _q1() -> FunctionExercise:
                 "Repeat `support = x > tau` and `tau = (x[support].sum() - 1) / support.sum()` in a loop until "
                 "`support` stops changing, or take the support size from the sorted test `1 + k * z > cumsum`."
             ),
+            **{_michelot_label(k): (
+                f"Your loop stops after {k} rounds: repeat `support = x > tau` and `tau = (x[support].sum() - 1) / "
+                "support.sum()` in a `while` loop until `support` no longer changes (up to n rounds), or take the "
+                "support size from the sorted test `1 + k * z > cumsum`.") for k in _MICHELOT_STEPS},
             "returning the weights in sorted order instead of the order of x": (
                 "Return `np.maximum(x - tau, 0)` computed from the original `x`, not from the sorted `z`."
             ),

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..softmax import softmax
 from ..sparse import entmax_bisect
-from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, Verdict, starter
+from .core import Case, Exercise, FunctionExercise, Run, ValueExercise, Verdict, first_float_error, starter
 
 
 # --- q1: the alpha at which a row becomes one-hot -----------------------------------
@@ -288,6 +288,16 @@ def _q2_cases(setups, seed: int) -> list[Case]:
     return cases
 
 
+def _q2_nonfinite(run: Run) -> str:
+    """Where the nan or inf comes from: NumPy's first invalid operation on this input, and its line, if NumPy sees it."""
+    error = first_float_error(run.function, run.case)
+    seen = f"NumPy reports {error}. " if error else ""
+    return (seen + "This formula has no exp(): look for a division by 0 (by `s.sum()` with no key of p > 0 in your "
+            "s, or by a factor that is 0 at some alpha, such as `alpha - 1` at alpha = 1) or a power: `(-0.5) ** 0.5` "
+            "is nan and `0.0 ** -0.5` is inf (g has negative entries and p none: the parameters come in the order "
+            "(g, p, alpha)). Print each intermediate on this input.")
+
+
 def _q2() -> FunctionExercise:
     cases = _q2_cases(_Q2_SETUPS, 62)
     return FunctionExercise(
@@ -364,13 +374,9 @@ def _q2() -> FunctionExercise:
             "At alpha = 2, p ** 0 is 1 even where p = 0: restrict s to p > 0 with np.where.",
         ],
         solution=_Q2_SOLUTION,
-        # No exp here: nan or inf comes from a division by sum(s) = 0, or a power of a negative "weight".
-        nonfinite_hint=(
-            "This formula has no exp(): nan or inf comes from dividing by `s.sum()` when it is 0 (no key with "
-            "p > 0 in your s), or from a power: `(-0.5) ** 0.5` is nan and `0.0 ** -0.5` is inf. g has negative "
-            "entries and p none: check that your parameters come in the order (g, p, alpha), then print `s` and "
-            "`s.sum()` on this input."
-        ),
+        # No exp here: nan or inf comes from a division (by sum(s) = 0, by alpha - 1 at alpha = 1), or a power of a
+        # negative "weight"; NumPy says which operation, and where.
+        nonfinite_hint=_q2_nonfinite,
         # Tight on purpose, but a float64 bound (u = 2^-53): in any form of J g (the full matrix, masking after
         # the power) s = p^(2 - alpha) is within a pow's 4 ulp, the sums s.g and sum(s) within γ_n, so an entry is
         # off by at most 2·(8u + γ_(n+2))·max|g| ≈ 1e-14 on each side for these rows of at most 6 keys (|g| < 3.1);

@@ -180,6 +180,7 @@ def _q1() -> FunctionExercise:
             "Return a pair `(m, ell)` with ell = ell1 * exp(m1 - m) + ell2 * exp(m2 - m); if both maxima are -inf, return (-inf, 0.0).",
         ],
         solution=_Q1_SOLUTION,
+        own=[merge_softmax_states],
         # float64 rounding: every case's m_i - m is an integer, so exact; ell is then off by two exps of 4 ulp and
         # three roundings, 11u ≈ 1.2e-15 relative on each side (u = 2^-53). rtol 1e-12 covers both sides with room
         # and rejects every mistake above, each of which misses by a factor.
@@ -716,21 +717,27 @@ def _never_holds_the_score_matrix(run: Run) -> str | None:
             f"enough. Loop over tiles of {block_k} keys too, and keep only m, ell and acc between them"
         )
     if peak is not None and peak >= matrix / 2:
-        return (
-            f"is right, but your function held {peak / 2**20:.2f} MiB at once, at least half of the whole "
-            f"({n_q}, {n_k}) score matrix ({matrix / 2**20:.2f} MiB), with tiles of {block_q} x {block_k}. "
-            "The point of the exercise is to never form that matrix, nor the scores of a tile of queries against "
-            "all the keys: compute one (block_q, block_k) tile of scores at a time, and keep only m, ell and acc "
-            "between tiles"
-        )
+        held = (f"is right, but your function held {peak / 2**20:.2f} MiB at once, at least half of the whole "
+                f"({n_q}, {n_k}) score matrix ({matrix / 2**20:.2f} MiB), with tiles of {block_q} x {block_k}")
+        # Tiles of one query change nothing, and tiles of one key do: the answer ignores block_q, not block_k.
+        one_query = peak_memory(run.function, q, k, v, 1, block_k)
+        one_key = peak_memory(run.function, q, k, v, n_q, 1) if one_query is not None and one_query >= peak / 2 else None
+        if one_key is not None and one_key < peak / 4:
+            return (f"{held}, and as much with block_q = 1: it takes all {n_q} queries at once against each tile of "
+                    f"keys, ({n_q}, {block_k}) scores at a time, whatever block_q is. Walk the queries in tiles of "
+                    "block_q too, so that one (block_q, block_k) tile of scores is alive at a time")
+        return (f"{held}. The point of the exercise is to never form that matrix, nor the scores of a tile of queries "
+                "against all the keys: compute one (block_q, block_k) tile of scores at a time, and keep only m, ell "
+                "and acc between tiles")
     return None
 
 
 _never_holds_the_score_matrix.precise = True  # type: ignore[attr-defined]
 _never_holds_the_score_matrix.next_step = (  # type: ignore[attr-defined]
-    "Keep one tile of scores alive at a time: compute `s = q[i0:i1] @ k[j0:j1].T * scale` inside the loop over "
-    "`j0`, fold it into `m`, `ell` and `acc` right there, and let the next tile replace it; never write scores "
-    "into an array of `S` columns such as `np.empty((L, S))`."
+    "Keep one tile of scores alive at a time: loop over the query tiles, `for i0 in range(0, L, block_q):`, and "
+    "inside it over the key tiles, `for j0 in range(0, S, block_k):`; compute `s = q[i0:i0 + block_q] @ "
+    "k[j0:j0 + block_k].T * scale` there, fold it into that query tile's `m`, `ell` and `acc` right away, and let "
+    "the next tile replace it."
 )
 
 
@@ -741,7 +748,8 @@ _computed_in_float64 = float32_rounding(
     exact=(1e-9, 2e-11))
 
 
-def _q2_nonfinite_hint(case: Case) -> str:
+def _q2_nonfinite_hint(run: Run) -> str:
+    case = run.case
     q, k = case.args[0], case.args[1]
     if (q[:, 0] < 0).any():
         return (
@@ -952,6 +960,7 @@ def _q2() -> FunctionExercise:
             "whose scores are all -inf: where m_new is -inf, shift by 0 instead.",
         ],
         solution=_Q2_SOLUTION,
+        own=[tiled_attention],
         # Tolerances from float64 rounding (u = 2^-53), for any correct loop against tiled_attention: each score
         # q.k / sqrt(E) carries γ_(E+3)·|q||k|/sqrt(E) on each side, about 1e-12 where scores reach 2000 (the
         # probes), and so does each exponent s - m; with (S + 3) exps of 4 ulp and the weighted sum of S
@@ -979,9 +988,12 @@ def _q3() -> ValueExercise:
         reference=math.ceil(L / bq) * kv_once / mib,
         wrong_answers={
             "K and V once": (kv_once / mib, "that reads K and V once. The loop over keys runs again for every tile of queries."),
+            # 128 is also float64's 8 bytes with the right number of passes: the feedback names both readings.
             "L / block_k passes": (
                 math.ceil(L / bk) * kv_once / mib,
-                "the number of passes over K and V is the number of query tiles, L / block_q, not L / block_k.",
+                "that is K and V read L / block_k = 64 times, or read the right 32 times at 8 bytes per number. The "
+                "number of passes over K and V is the number of query tiles, L / block_q, and a float32 number "
+                "takes 4 bytes.",
             ),
             "K only": (math.ceil(L / bq) * S * d * nbytes / mib, "that is K alone in MiB, or the number of passes over K and V; each pass reads all of K and all of V."),
             "numbers, not bytes": (math.ceil(L / bq) * S * 2 * d / mib, "that counts numbers; a float32 number takes 4 bytes."),
@@ -1000,7 +1012,10 @@ def _q3() -> ValueExercise:
         },
         next_steps={
             "K and V once": "Multiply by the number of query tiles, `L / block_q = 4096 / 128`.",
-            "L / block_k passes": "Count the passes as `L / block_q = 32`, not `L / block_k = 64`.",
+            "L / block_k passes": (
+                "Count the passes as `L / block_q = 32` (not `L / block_k = 64`) and each number as `4` bytes (not "
+                "float64's 8): `32 * 2 * 4096 * 64 * 4` bytes."
+            ),
             "K only": "Count both K and V in each pass: `2 * S * d * 4` bytes per pass.",
             "numbers, not bytes": "Multiply by `4` bytes per float32 number.",
             "MB, not MiB": "Divide the bytes by `2**20`, not `10**6`.",

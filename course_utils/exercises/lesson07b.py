@@ -14,6 +14,7 @@ from .core import (
     Exercise,
     FunctionExercise,
     Run,
+    first_float_error,
     float32_rounding,
     shift_examples,
     shift_variants,
@@ -117,26 +118,37 @@ def _q1_exact_zeros(run: Run) -> str | None:
     """Property: a weight is exactly 0 where, and only where, the reference's is (a masked score or an underflow).
 
     Below the tolerance, a flush to 0, a floor or clip of the exponent, or an epsilon added to every weight
-    all agree with the reference, and with one another: this property names each by what it did.
+    all agree with the reference, and with one another: this property names each by what it did, and guesses
+    at a floor or a flush only for a weight that is small (a stray 1/3 is no floor, a lost e^-1 no flush).
     """
     out, ref = run.output, run.expected
+    scores = np.broadcast_to(np.asarray(run.case.args[0], dtype=float), ref.shape)
     extra = (ref == 0) & (out != 0)
     if extra.any():
-        found = out[extra]
-        worst = found[np.argmax(np.abs(found))]
+        index = np.argwhere(extra)[np.argmax(np.abs(out[extra]))]
+        worst, score = out[tuple(index)], scores[tuple(index)]
+        why = "a masked score, -inf" if np.isneginf(score) else "its exponent, below -745, underflows to 0"
         if worst <= 0:
             how = ""
         elif np.allclose(out - ref, worst, rtol=0, atol=worst / 100):
-            how = f" (you added {worst:.3g} to every weight)"
+            how = f"; you added {worst:.3g} to every weight"
+        elif worst < 1e-3:
+            how = f"; e^{np.log(worst):.0f}: you floored or clipped the exponent s - lse"
         else:
-            how = f" (e^{np.log(worst):.0f}: you floored or clipped the exponent s - lse)"
-        return (f"has weight {worst:.3g} where the exact weight is 0 (a masked score, -inf){how}. "
-                "e^(-inf) is exactly 0: take np.exp of every exponent as it is, with nothing added or floored")
+            how = ""
+        return (f"has weight {worst:.3g} where the exact weight is 0 ({why}{how}). e^(-inf) is exactly 0: take "
+                "np.exp of every exponent as it is" + (", with nothing added or floored" if how else ""))
     lost = (ref != 0) & (out == 0)
     if lost.any():
-        return (f"has weight 0 where the exact weight is {ref[lost].max():.3g} = e^{np.log(ref[lost].max()):.0f} "
-                "(you flushed small weights to 0): a small weight is not 0; take np.exp of every exponent as it "
-                "is, and let it underflow on its own below about -745")
+        weight = ref[lost].max()
+        if weight < 1e-3:
+            return (f"has weight 0 where the exact weight is {weight:.3g} = e^{np.log(weight):.0f} (you flushed small "
+                    "weights to 0): a small weight is not 0; take np.exp of every exponent as it is, and let it "
+                    "underflow on its own below about -745")
+        error = first_float_error(run.function, run.case)
+        seen = f": NumPy reports {error}, and what it made there became 0 further on" if error else ""
+        return (f"has weight 0 where the exact weight is {weight:.3g}{seen}. Only a masked score (-inf), or an "
+                "exponent below about -745, gives a weight of exactly 0")
     return None
 
 
@@ -179,7 +191,8 @@ def _q1_at_most_one(run: Run) -> str | None:
     return None
 
 
-def _q1_nonfinite(case: Case) -> str:
+def _q1_nonfinite(run: Run) -> str:
+    case = run.case
     if np.isneginf(np.asarray(case.args[1])).any():
         return ("One row here has no allowed key: its scores are all -inf and its lse is -inf, so exp(s - lse) "
                 "computes exp(-inf - (-inf)) = exp(nan). Give that row lse = +inf before you subtract "
@@ -203,7 +216,7 @@ def _q1_cases() -> list[Case]:
     batch_s[1, :, :, 5] = -np.inf
     # Tiny weights that are not 0: exponents s - lse of about -13.7, -17.7, -22.7 and -26.2 in the tile,
     # below every floor in _Q1_FLOORS, and each weight still above the tolerance (the smallest is 4.3e-12).
-    far = np.array([[0.0, -35.0, -200.0, -700.0, -np.inf]])
+    far = np.array([[0.0, -35.0, -200.0, -700.0, -800.0, -np.inf]])
     tiny = np.array([[2.0, -11.0, -15.0, -20.0, -23.5, 1.5, 1.0], [0.5, -np.inf, -1.0, -np.inf, 0.0, 3.0, -np.inf]])
     return [
         Case((np.array([[0.0, 1.0, 2.0], [1.0, 1.0, 1.0]]), np.array([3.0, 2.5]))),
@@ -212,7 +225,8 @@ def _q1_cases() -> list[Case]:
         Case((batch_s[..., 2:6], _row_lse(batch_s))),
         Case((scores[1:4, 3:6], lse[1:4])),  # a square tile: the lse must run along the rows
         Case((tiny[:, :5], _row_lse(tiny))),  # weights from 1e-6 down to 4e-12: small, never 0
-        # Weights e^-35, e^-200 and e^-700 (1e-304): below any tolerance, yet not 0, next to a masked score.
+        # Weights e^-35, e^-200 and e^-700 (1e-304): below any tolerance, yet not 0, next to e^-800, which underflows
+        # to exactly 0 (a floor of the exponent near -700 does not), and a masked score.
         Case((far[:, 1:], _row_lse(far))),
     ]
 
@@ -569,7 +583,8 @@ def _q3_shift_advice() -> dict:
     return advice
 
 
-def _q3_nonfinite(case: Case) -> str:
+def _q3_nonfinite(run: Run) -> str:
+    case = run.case
     lses = np.asarray(case.args[1])
     if np.isneginf(lses).all(axis=0).any():
         return ("A row here is empty in every chunk: all its lses are -inf, so their maximum is -inf and "
@@ -706,6 +721,7 @@ def _q3() -> FunctionExercise:
             "A row empty in every chunk has maximum -inf: shift it by 0 instead (np.where), and give it zeros.",
         ],
         solution=_Q3_SOLUTION,
+        own=[merge_attention_parts],
         nonfinite_hint=_q3_nonfinite,
         rtol=RTOL,
         atol=ATOL,

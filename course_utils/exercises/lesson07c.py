@@ -22,6 +22,9 @@ from ..measured import load_measurements
 from .core import Case, FunctionExercise, ValueExercise, starter
 
 MIB = 2**20
+#: Two readings of one sum: the output stored in float32, or the bfloat16 output counted as returned and again as
+#: kept for the backward pass (which reuses the same tensor).
+_FOUR_BYTES_OUT = "4 bytes per output number (the output in float32, or the bfloat16 output counted twice)"
 
 
 def _q1_reference(B: int, H: int, L: int, D: int) -> float:
@@ -87,7 +90,7 @@ def _q1() -> FunctionExercise:
         },
         variants={
             "storing the logsumexp in bfloat16": variant(lambda D: 2 * D + 2),
-            "storing the output in float32": variant(lambda D: 4 * D + 4),
+            _FOUR_BYTES_OUT: variant(lambda D: 4 * D + 4),
             "counting Q, K and V as well": variant(lambda D: 8 * D + 4),
             "forgetting the heads": lambda B, H, L, D: B * L * (2 * D + 4) / MIB,
             "dividing by 10**6 (MB) instead of 2**20 (MiB)": lambda B, H, L, D: B * H * L * (2 * D + 4) / 1e6,
@@ -97,7 +100,10 @@ def _q1() -> FunctionExercise:
             "counting the output only": "The forward pass also computes one number per query for the backward pass (lesson 07b).",
             "one logsumexp per head instead of one per query": "Each query has its own row of scores, so its own logsumexp.",
             "storing the logsumexp in bfloat16": "The logsumexp is kept in float32: 4 bytes per query.",
-            "storing the output in float32": "The output has the inputs' dtype, bfloat16: 2 bytes per number.",
+            _FOUR_BYTES_OUT: (
+                "The output is one tensor in the inputs' dtype, bfloat16: 2 bytes per number, counted once. The "
+                "backward pass keeps that same tensor; it is not a second copy."
+            ),
             "counting Q, K and V as well": "Q, K and V exist before the call: extra memory counts what the call allocates.",
             "dividing by 10**6 (MB) instead of 2**20 (MiB)": "A MiB is 2**20 bytes.",
         },
@@ -106,7 +112,7 @@ def _q1() -> FunctionExercise:
             "counting the output only": "Add `lse = B * H * L * 4` bytes (one float32 per query and head) to your output's bytes.",
             "counting an L x L matrix of scores too": "Remove the `B * H * L * L * 2` bytes of scores from your total.",
             "storing the logsumexp in bfloat16": "Count the logsumexp at `4` bytes per number: `B * H * L * 4`.",
-            "storing the output in float32": "Count the output at `2` bytes per number: `B * H * L * D * 2`.",
+            _FOUR_BYTES_OUT: "Count the output once, at `2` bytes per number: `B * H * L * D * 2`.",
             "counting Q, K and V as well": "Remove the three `B * H * L * D * 2` inputs: count the output and the logsumexp only.",
             "forgetting the heads": "Multiply every tensor's size by `H`: the output is (B, H, L, D), the logsumexp (B, H, L).",
             "dividing by 10**6 (MB) instead of 2**20 (MiB)": "Change the divisor `10**6` (or `1e6`) to `2**20`.",

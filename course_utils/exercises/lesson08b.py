@@ -188,11 +188,11 @@ however large W_q and W_k grow: the logits cannot grow without bound.
 
 
 #: The epsilons a learner brings from a library: LLaMA's RMSNorm 1e-5 (and 1e-6), Adam's 1e-8, and their neighbours.
-#: Inside the square root each moves a row of RMS r by about eps / (2 r²); the test row of RMS 0.01 makes every one
-#: down to 1e-9 miss by more than the tolerance (1e-10 and 1e-12 pass). Outside it (`rms + eps`), by about eps / r:
-#: down to 1e-7.
+#: Inside the square root each moves a row of RMS r by about eps / (2 r²); the test rows of RMS 0.01 and 0.002 make
+#: every one down to 1e-9 miss by more than the tolerance (1e-12 passes). Outside it (`rms + eps`), by about eps / r:
+#: the row of RMS 0.002 makes every one down to 1e-8 miss (1e-9 passes).
 _Q2_EPSILONS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
-_Q2_OUTSIDE_EPSILONS = (1e-4, 1e-5, 1e-6, 1e-7)
+_Q2_OUTSIDE_EPSILONS = (1e-4, 1e-5, 1e-6, 1e-7, 1e-8)
 
 
 def _q2_epsilon_variants() -> dict:
@@ -206,7 +206,7 @@ def _q2_epsilon_variants() -> dict:
 def _epsilon_advice(eps: float, where: str, moves: str) -> str:
     library = {1e-5: " (LLaMA's RMSNorm default)", 1e-8: " (Adam's default, not a normalization's)"}.get(eps, "")
     return (f"You added {eps:g}{library} {where}, as normalization layers do against a row of zeros. It moves a row of "
-            f"RMS r by about {moves}, and one test row has RMS about 0.01: divide by the RMS itself, no epsilon.")
+            f"RMS r by about {moves}, and test rows have RMS 0.01 and 0.002: divide by the RMS itself, no epsilon.")
 
 
 # float32 misses some score by 1e-8 or more; an epsilon of 1e-12 inside the square root (accepted, as is torch's
@@ -247,6 +247,10 @@ def _q2() -> FunctionExercise:
             Case((gen.normal(size=(4, 8)) + 2.0, gen.normal(size=(5, 8)))),
             Case((long_rows, gen.normal(size=(6, 16)) * 50.0)),
             Case((gen.normal(size=(2, 3, 5, 8)), gen.normal(size=(2, 3, 7, 8)))),
+            # A query of RMS 2e-3: `rms + 1e-8` (Adam's epsilon, added to the RMS) moves its scores by 5e-6, five
+            # times the tolerance, while `rms + 1e-9` (5e-7) and 1e-12 inside the square root (1e-7) pass.
+            Case((np.random.default_rng(81).normal(size=(2, 16)) * np.array([[2e-3], [1.0]]),
+                  np.random.default_rng(82).normal(size=(3, 16)))),
         ],
         properties=[_q2_float32, _bounded_by_sqrt_d],
         wrong_answers={

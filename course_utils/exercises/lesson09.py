@@ -19,6 +19,7 @@ from .core import (
     describe,
     ValueExercise,
     clip_variants,
+    first_float_error,
     float32_rounding,
     non_negative,
     shift_and_clip_advice,
@@ -139,7 +140,7 @@ def _exact_zeros(run: Run) -> str | None:
             "below the maximum that exp underflows): exp(-inf) is exactly 0, so do not floor or clip the exponents"
         )
     lost = (run.expected != 0) & (run.output == 0)
-    if lost.any():
+    if lost.any() and run.expected[lost].max() < 1e-3:  # a weight of 1e-3 or more is no flush: _weights_not_lost
         kept = run.expected[lost].max()
         return (
             f"gives 0 where the answer is {kept:.3g} = e^{np.log(kept):.1f} (you flushed small weights to 0): a small "
@@ -147,6 +148,24 @@ def _exact_zeros(run: Run) -> str | None:
             "let it underflow on its own, below about -745"
         )
     return None
+
+
+def _weights_not_lost(run: Run) -> str | None:
+    """Property: no weight of 1e-3 or more comes out as 0 (an overflow or a 0/0 turned into 0, say)."""
+    lost = (run.expected >= 1e-3) & (run.output == 0)
+    if not lost.any():
+        return None
+    error = first_float_error(run.function, run.case)
+    seen = f": NumPy reports {error}, and what it made there became 0 further on" if error else ""
+    return (f"gives 0 where the answer is {run.expected[lost].max():.3g}{seen}. Only a masked key (-inf), or a score "
+            "far below the row's maximum, gets a weight of exactly 0")
+
+
+_weights_not_lost.next_step = (  # type: ignore[attr-defined]
+    "Run your function on that input after `np.seterr(all='raise')`: the first line that overflows or makes nan is "
+    "the one to change (subtract `m = np.maximum(x.max(axis=-1, keepdims=True), sink)` before `np.exp`); an "
+    "`np.nan_to_num` or a guard after it only hides the nan as 0."
+)
 
 
 # Checked also for a nearly right answer (core: `precise`): exact zeros where the answer is 0, which no rounding explains.
@@ -167,6 +186,8 @@ def _q1_clipped(clip):
 #: Beyond lesson 02's row shifts: the largest |score|, which keeps every exponent <= 0 but
 #: underflows a row far below 0 (and a masked row) to 0/0.
 _LARGEST_ABS = "shifting by the largest |score| of the row, max(|x|, |s|)"
+#: Lesson 02's clip limits, and a limit above the scores of the lesson's text (up to 1000) but below 20000.
+_CLIPS = CLIP_LIMITS + (2000.0,)
 
 
 
@@ -187,9 +208,9 @@ def _q1_shift_next_steps() -> dict[str, str]:
                  f"Before `np.exp`, compute {_SINK_MAX}")
         steps[label] = f"{start}, and subtract it from the sink too: `np.exp(x - m)` and `np.exp(sink - m)`."
     steps[_LARGEST_ABS] = f"Replace `np.abs(...).max(...)` by {_SINK_MAX}: the largest score, signed."
-    for c in CLIP_LIMITS:
+    for c in _CLIPS:  # the limit is not named: clips at 1500 and 2000 give the same outputs on every case
         steps[f"clipping the scores to [-{c:g}, {c:g}]"] = (
-            f"Delete the `np.clip(x, -{c:g}, {c:g})` and shift the raw scores and the sink by {_SINK_MAX}.")
+            f"Delete the `np.clip(...)` on the scores and shift the raw scores and the sink by {_SINK_MAX}.")
     for f in _FLOORS:
         steps[f"flooring the exponents at {f:g}"] = (
             f"Delete the `np.maximum(..., {f:g})` around both exponents: use `np.exp(x - m)` and `np.exp(sink - m)` as they are.")
@@ -259,8 +280,12 @@ def _q1() -> FunctionExercise:
             # Weights of e^-35 / 2 (3e-16) and e^-700 / 2 (5e-305): small, not 0, so a flush to 0 (w < 1e-15,
             # w < e^-30 ...) fails, as atol 1e-300 and `_exact_zeros` require.
             Case((np.array([0.0, -35.0, -700.0]), 0.0)),
+            # Scores beyond any limit a learner may clip them to (2000 or 1e4, say), as the clip advice's
+            # [20000, 19995]: the top two stay 5 apart.
+            Case((np.array([20000.0, 19995.0]), 19990.0)),
         ],
-        properties=[non_negative, _exact_zeros, _below_one, _shift_with_the_sink, float32_rounding(_FLOAT32_ADVICE)],
+        properties=[non_negative, _exact_zeros, _weights_not_lost, _below_one, _shift_with_the_sink,
+                    float32_rounding(_FLOAT32_ADVICE)],
         wrong_answers={
             "plain softmax, ignoring the sink": _q1_plain_softmax,
             "softmax₁ whatever the sink": _q1_softmax_one_whatever_the_sink,
@@ -279,7 +304,7 @@ def _q1() -> FunctionExercise:
         variants={
             **shift_variants(_q1_shifted_by),
             _LARGEST_ABS: _q1_shifted_by(lambda z: np.max(np.abs(z), axis=-1, keepdims=True)),
-            **clip_variants(_q1_clipped),
+            **clip_variants(_q1_clipped, _CLIPS),
             **{f"flooring the exponents at {f:g}": _q1_floored(f) for f in _FLOORS},
         },
         probes=[Case((np.array([1000.0, -1000.0]), 0.0))]
@@ -288,10 +313,9 @@ def _q1() -> FunctionExercise:
             Case((np.array([-2000.0, -2001.0, -2002.0]), -2000.5)),
             Case((np.array([[0.0, -1.0], [-np.inf, -np.inf]]), 1000.0)),
             Case((np.array([[[1.0, 2.0], [1500.0, 0.0]], [[0.0, -1500.0], [7.0, 7.0]]]), -3.0)),
-            Case((np.array([5000.0, 4995.0]), 4990.0)),
         ],
         advice={
-            **{label: text + _SINK_IN_THE_ROW for label, text in shift_and_clip_advice().items()},
+            **{label: text + _SINK_IN_THE_ROW for label, text in shift_and_clip_advice(_CLIPS).items()},
             **{
                 f"flooring the exponents at {f:g}": (
                     "You floored the exponents, so a masked key (score -inf), or one 1000 below the maximum, gets e^floor, about 1e-13 or 1e-18, not 0. "
@@ -325,6 +349,7 @@ def _q1() -> FunctionExercise:
             "Take the maximum of each row (axis=-1, keepdims=True), not of the whole array: rows far apart need their own shift.",
         ],
         solution=_Q1_SOLUTION,
+        own=[softmax_with_sink],
         # rtol 1e-9: float64 rounding (u = 2^-53) moves each weight of a right answer, and of the reference, by
         # at most 3(D + M)u + (n + 3)·4 ulp relative (spread D and size M of the row's scores and sink, n keys):
         # under 5e-12 for both sides on these cases, scores of 1000 and more included. float32 (rel. error ~1e-7)

@@ -168,6 +168,7 @@ def _q1() -> FunctionExercise:
             "`cu.softmax` (the lesson imports course_utils as cu) is stable; with n = 1, log n = 0 and the single key gets weight 1.",
         ],
         solution=_Q1_SOLUTION,
+        own=[scalable_softmax],
         # float64 rounding (u = 2^-53): y = x·s·log(n) within 3u·|y|, then each weight within 3(D + M)u + (n + 3)·4 ulp
         # relative (spread D and size M of y, n keys, and y's own error twice): under 8e-12 for both sides with |y| up
         # to 3000. rtol 1e-9 covers that; float32 (rel. error ~1e-7), other s or n and every near miss do not pass.
@@ -318,6 +319,7 @@ def _q2() -> FunctionExercise:
             "Check two limits: for |x| << c the answer is nearly x; for x -> ±inf it tends to ±c.",
         ],
         solution=_Q2_SOLUTION,
+        own=[softcap],
         nonfinite_hint="c·tanh(x/c) is finite for every x: np.tanh(±inf) is ±1. Did you divide by x, or exponentiate a large logit?",
         # rtol 1e-9: any float64 evaluation passes, as c·tanh(x/c) rounds within 10u relative on each side (x/c, tanh's
         # 4 ulp, c·; u = 2^-53); float32 (rel. error ~1e-7) and the other caps do not.
