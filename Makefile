@@ -25,7 +25,7 @@ ROUNDS ?= 5
 # Jupyter refuses to run as root unless told; containers and CI machines often are root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest robust solutions clean
+.PHONY: lab test unit nbval nbval-pair browser browser-deps bench-sliders outputs install install-lab stress oldest robust solutions site handout site-check grade-check clean
 
 # The learner's set: PyTorch (CPU), NumPy, Matplotlib, ipywidgets, anywidget, entmax, JupyterLab, course_utils.
 install-lab: $(LAB_STAMP)
@@ -80,6 +80,25 @@ robust: install
 # runs its fast half (tests/test_solutions.py), without a kernel.
 solutions: install
 	@$(PY) tools/solutions.py
+
+# The course as a website, from the notebooks' stored outputs (nothing re-executed, nothing fetched): build/site/index.html.
+site: install
+	@$(PY) tools/site.py site build/site
+
+# The handout: the notebooks without the answers to discuss, marked so that solution() and the hints are off, in
+# build/handout/notebooks, and their website in build/handout/site. See tools/site.py.
+handout: install
+	@$(PY) tools/site.py handout build/handout
+
+# The website and the handout, built and read in Chromium with no network (tests/test_site.py), which CI runs after
+# make solutions: maths, alt texts, links, search, no answer in the handout, axe-core (WCAG 2.1 AA) on every page.
+site-check: install browser-deps
+	@$(PY) -m pytest -q -p no:cacheprovider -m browser tests/test_site.py
+
+# The gradebook (tools/grade.py) on eleven sample submissions of lesson 01, each in a fresh kernel (right, wrong,
+# hanging, raising, faked, crashing, another lesson's, corrupt, ...), which CI runs after make site-check.
+grade-check: install
+	@$(PY) -m pytest -q -p no:cacheprovider -m grading tests/test_grade.py
 
 # Each stage of make test alone, as tools/run_checks.py defines it.
 unit: install

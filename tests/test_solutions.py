@@ -256,4 +256,4 @@ def test_make_solutions_runs_the_tool_and_ci_runs_it_after_make_robust():
     target = (ROOT / "Makefile").read_text().split("\nsolutions:", 1)[1].split("\n\n", 1)[0]
     assert "\t@$(PY) tools/solutions.py" in target
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines() if line.strip().startswith("make")]
-    assert ci == ["make test", "make robust", "make solutions"]
+    assert ci[:3] == ["make test", "make robust", "make solutions"]
