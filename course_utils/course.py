@@ -396,23 +396,25 @@ def paths_markdown(course: Mapping[str, Lesson], folder: str = "") -> str:
 READINGS = Path(__file__).parent / "data" / "minutes_readings.json"
 #: How far from a reading the model may be, as a fraction of it (issue 36).
 CALIBRATION = 0.15
+#: The first round of readings made afresh, by readers who gave a lesson's required path apart from its optional parts.
+FRESH_ROUND = 3
 
 
 def calibration_markdown(directory: str | Path, readings: str | Path = READINGS) -> str:
     """A Markdown table of each notebook's expert readings against the model's minutes.
 
     Two comparisons: the whole notebook (optional parts included, as the readers of every round read it) against
-    the mean of the readings; and the required path alone against the last round, a fresh rerun by readers who
-    gave the required path apart. Each difference is a share of the reading, and a line under the table says for
-    how many notebooks the model is within :data:`CALIBRATION` of it, naming the others.
+    the mean of the readings; and the required path alone against the mean of the fresh readings (rounds 3 and
+    later, by readers who gave the required path apart). Each difference is a share of the reading, and a line
+    under the table says for how many notebooks the model is within :data:`CALIBRATION` of it, naming the others.
     """
     recorded: dict[str, list[dict[str, Any]]] = {}
     for r in json.loads(Path(readings).read_text(encoding="utf-8"))["readings"]:
         recorded.setdefault(r["lesson"], []).append(r)
-    last = max(r["round"] for rs in recorded.values() for r in rs)
     rows = ["| Notebook | Readings, whole (min) | Their mean | Model | Difference "
-            f"| Round {last}, required | Model, required | Difference |", "|---|---|---|---|---|---|---|---|"]
-    outside: dict[str, list[str]] = {"mean": [], "last": []}
+            f"| Fresh readings, required (rounds {FRESH_ROUND} on) | Model, required | Difference |",
+            "|---|---|---|---|---|---|---|---|"]
+    outside: dict[str, list[str]] = {"mean": [], "fresh": []}
     for path in sorted(Path(directory).glob("*.ipynb")):
         nb = json.loads(path.read_text(encoding="utf-8"))
         record = nb.get("metadata", {}).get(METADATA_KEY, {})
@@ -424,13 +426,15 @@ def calibration_markdown(directory: str | Path, readings: str | Path = READINGS)
         required = model_minutes(nb)
         model = required + model_minutes(nb, optional=True)
         share = (model - read) / read
-        fresh = [r["required"] for r in recorded[key] if r["round"] == last and "required" in r]
-        fresh_share = (required - fresh[0]) / fresh[0] if fresh else None
-        for name, value in (("mean", share), ("last", fresh_share)):
+        fresh = [r["required"] for r in recorded[key] if r["round"] >= FRESH_ROUND and "required" in r]
+        fresh_read = sum(fresh) / len(fresh) if fresh else None
+        fresh_share = (required - fresh_read) / fresh_read if fresh_read else None
+        for name, value in (("mean", share), ("fresh", fresh_share)):
             if value is not None and abs(value) > CALIBRATION:
                 outside[name].append(f"{key} ({value:+.0%})")
         rows.append(f"| {path.name} | {', '.join(str(m) for m in whole)} | {read:.0f} | {model:.0f} | {share:+.0%} | "
-                    + (f"{fresh[0]} | {required:.0f} | {fresh_share:+.0%} |" if fresh else "– | – | – |"))
+                    + (f"{', '.join(str(m) for m in fresh)} | {required:.0f} | {fresh_share:+.0%} |" if fresh
+                       else "– | – | – |"))
     n = len(rows) - 2
 
     def within(name: str, what: str) -> str:
@@ -439,4 +443,4 @@ def calibration_markdown(directory: str | Path, readings: str | Path = READINGS)
                 + (f" (not for {', '.join(found)})" if found else ""))
 
     return ("\n".join(rows) + "\n\nThe model is " + within("mean", "the readings' mean") + ", and "
-            + within("last", f"round {last}'s required path") + ".")
+            + within("fresh", "the mean of the fresh readings of the required path") + ".")
