@@ -568,3 +568,25 @@ def test_the_first_floating_point_error_is_named_with_the_learners_line():
     found = first_float_error(overflowing, Case((np.array([1000.0, 0.0]),)))
     assert found.startswith("'overflow encountered in exp', at line") and "`e = np.exp(x)`" in found
     assert first_float_error(overflowing, Case((np.array([1.0, 0.0]),))) is None
+
+
+def _flushed(f, threshold):
+    """`f`, with every weight below `threshold` set to 0 afterwards (a 'clean-up' some learners add)."""
+
+    def flushed(*args):
+        out = np.array(f(*args), dtype=np.float64)
+        out[np.abs(out) < threshold] = 0.0
+        return out
+
+    return flushed
+
+
+@pytest.mark.parametrize("lesson,name,threshold", [("01", "q1", 3e-7), ("01", "q1", 1e-6), ("01", "q3", 3e-7),
+                                                    ("04", "q3", 1e-3), ("04", "q3", 5e-3), ("05", "q2", 1e-6),
+                                                    ("05", "q2", 0.02)])
+def test_flushing_small_weights_to_zero_after_a_right_answer_is_rejected(lesson, name, threshold):
+    from course_utils.exercises import load
+
+    ex = getattr(load(lesson), name)
+    assert ex.evaluate(ex.reference).status == "correct"
+    assert ex.evaluate(_flushed(ex.reference, threshold)).status == "incorrect"

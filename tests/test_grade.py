@@ -362,3 +362,9 @@ def test_ci_runs_the_gradebook_check_and_make_test_leaves_it_out():
     makefile = (ROOT / "Makefile").read_text()
     target = makefile.split("\ngrade-check:", 1)[1].split("\n\n", 1)[0]
     assert "-m grading" in target and "tests/test_grade.py" in target
+
+
+@pytest.mark.parametrize("cell,written", [("=1+2", "'=1+2"), ("+SUM(A1)", "'+SUM(A1)"), ("-2", "'-2"), ("@x", "'@x"),
+                                          ("alice", "alice"), ("✓", "✓"), (3, 3)])
+def test_a_cell_a_spreadsheet_would_run_as_a_formula_is_written_as_text(cell, written):
+    assert grade._inert(cell) == written

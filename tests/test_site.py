@@ -216,6 +216,28 @@ def test_search_finds_a_lesson_offline(browser):
     assert any(h.startswith("06_sparsemax_and_entmax.html") for h in found), found
 
 
+def test_search_results_pass_axe_in_light_and_dark_mode(browser):
+    """The results page highlights the query: its colours are audited as every other page's."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    page = browser.page
+    with _screenshot_on_failure(page, "site-search-axe"):
+        browser.open("site/search.html?q=softmax")
+        page.wait_for_selector("#search-results li a", timeout=30_000)
+        page.evaluate(Axe().axe_script)
+        found = {"light": page.evaluate(_AXE, {"type": "tag", "values": AXE_TAGS})}
+        page.evaluate(_DARK)
+        found["dark"] = page.evaluate(_AXE, {"type": "rule", "values": ["color-contrast"]})
+    assert not found["light"] and not found["dark"], "\n".join(f"{mode}: {v}" for mode, vs in found.items() for v in vs)
+
+
+def test_output_tables_pad_their_cells(browser):
+    page = browser.page
+    browser.open("site/05_masking_and_attention.html")
+    padding = page.evaluate("() => getComputedStyle(document.querySelector('div.cell_output table td')).paddingLeft")
+    assert float(padding.removesuffix("px")) >= 4, f"table cells padded {padding}: numbers run together"
+
+
 def _questions(html: str) -> dict[str, int]:
     """Per section "Questions to discuss" of a page: its questions (list items) and its <details> answers."""
     from bs4 import BeautifulSoup
@@ -237,6 +259,8 @@ def test_the_handout_keeps_every_question_and_no_answer(built):
         copy = json.loads(_text(handout / "notebooks" / notebook.name))
         assert [c["id"] for c in copy["cells"]] == [c["id"] for c in original["cells"]], "every cell is kept"
         assert [c.get("outputs") for c in copy["cells"]] == [c.get("outputs") for c in original["cells"]]
+        first = next(c for c in copy["cells"] if c["cell_type"] == "code")
+        assert "".join(first["source"]).startswith(_tool().HANDOUT_LINE + "\n"), "hints stay off wherever it goes"
         for before, after in zip(original["cells"], copy["cells"]):
             text = "".join(after["source"])
             assert "<details" not in text and "</details>" not in text, f"{notebook.name}: an answer is left"

@@ -674,6 +674,17 @@ def columns(lesson: Lesson) -> list[str]:
     return ["learner", "file", *per_exercise, "correct", "reason", "notes", "flags"]
 
 
+def _inert(cell: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula (it starts with =, +, -, @, a tab or a return), quoted with '.
+
+    Examples
+    --------
+    >>> _inert("=1+2"), _inert("alice"), _inert(3)
+    ("'=1+2", 'alice', 3)
+    """
+    return "'" + cell if isinstance(cell, str) and cell[:1] in ("=", "+", "-", "@", "\t", "\r") else cell
+
+
 def write_csv(path: Path, lesson: Lesson, rows: Sequence[Row]) -> None:
     """The gradebook, one row per submission (see the module's docstring)."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -685,8 +696,8 @@ def write_csv(path: Path, lesson: Lesson, rows: Sequence[Row]) -> None:
             for exercise in lesson.exercises:
                 grade = row.grades.get(exercise.name, Graded())
                 cells += [grade.verdict, grade.mistake, grade.diagnosis]
-            writer.writerow([row.learner, row.file, *cells, row.counted, row.reason,
-                             "; ".join(row.notes), "; ".join(row.flags)])
+            writer.writerow([_inert(cell) for cell in [row.learner, row.file, *cells, row.counted, row.reason,
+                                                        "; ".join(row.notes), "; ".join(row.flags)]])
 
 
 def summary(lesson: Lesson, rows: Sequence[Row], width: int = 60) -> str:

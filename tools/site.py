@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from course_utils.exercises.handout import MARKER
+from course_utils.exercises.handout import MARKER, VARIABLE
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "notebooks"
@@ -95,6 +95,28 @@ def write_notebook(nb: dict[str, Any], path: Path) -> None:
     path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+#: The first line of a handout notebook's first code cell: hints and solutions stay off wherever the notebook goes
+#: (downloaded alone, uploaded to a learning platform), not only in the folder that holds the marker.
+HANDOUT_LINE = f'import os; os.environ["{VARIABLE}"] = "1"  # your instructor\'s handout: hints and solutions are off'
+
+
+def marked(nb: dict[str, Any]) -> dict[str, Any]:
+    """A copy of the notebook whose first code cell starts by turning hints and solutions off (`HANDOUT_LINE`).
+
+    Examples
+    --------
+    >>> code = {"cell_type": "code", "metadata": {}, "source": "rng = cu.setup()", "outputs": []}
+    >>> marked({"cells": [code]})["cells"][0]["source"].splitlines()[1]
+    'rng = cu.setup()'
+    """
+    cells, done = [], False
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and not done:
+            cell, done = {**cell, "source": HANDOUT_LINE + "\n" + "".join(cell["source"])}, True
+        cells.append(cell)
+    return {**nb, "cells": cells}
+
+
 def build_site(notebooks: Path, out: Path, *, handout: bool = False) -> None:
     """Build the website of the notebooks in `notebooks` into `out`, from their stored outputs."""
     paths = sorted(notebooks.glob("*.ipynb"))
@@ -126,7 +148,7 @@ def build_handout(out: Path, notebooks: Path = NOTEBOOKS) -> None:
     shutil.rmtree(folder, ignore_errors=True)
     folder.mkdir(parents=True)
     for path in sorted(notebooks.glob("*.ipynb")):
-        write_notebook(without_answers(json.loads(path.read_text(encoding="utf-8"))), folder / path.name)
+        write_notebook(marked(without_answers(json.loads(path.read_text(encoding="utf-8")))), folder / path.name)
     (folder / HANDOUT_MARKER).touch()
     print(f"handout notebooks: {folder}")
     build_site(folder, out / "site", handout=True)

@@ -161,6 +161,7 @@ def _q1() -> FunctionExercise:
             Case((np.array([[1e6, 1e6 - 5.0, 0.0], [-1e6, 0.0, 5.0]]),)),  # and below a million
             # 8192 equal float32 scores: a shift that leaves the largest term at e^80 sums past float32's range.
             Case((np.zeros((2, 8192), dtype=np.float32) + np.array([[0.0], [50.0]], dtype=np.float32),)),
+            Case((np.array([0.0, -18.0, -19.0]),)),  # weights near 1e-8: flushing small weights to 0 shows
         ],
         # Tolerances: the reference computes in the input's dtype. A correct float64 answer differs
         # from it by a few units in the last place (1e-16 relative); a correct answer computed in
@@ -418,6 +419,7 @@ def _q3() -> FunctionExercise:
             Case((np.array([0.0, 0.0, 0.0, 30.0, 30.01]), 0.01)),  # two top scores far above the mean
             Case((np.array([200.0, 199.95, 0.0]), 0.01)),  # x / T beyond 1e4: clipping there ties the top two
             Case((np.array([2000.0, 1999.95, 0.0]), 0.01)),  # and beyond 1e5
+            Case((np.array([0.0, -0.18, -0.19]), 0.01)),  # weights near 1e-8: flushing small weights to 0 shows
         ],
         # Tolerances as in q1: float64 answers agree to 1e-16 relative. Unlike q1, the inputs are
         # float64, and casting them to float32 is wrong, not just less precise: it moves -20.015 and

@@ -486,6 +486,7 @@ def _q3() -> FunctionExercise:
                 np.array([[1000.0, 999.0, 0.0], [0.0, -1.0, -2.0], [-2000.0, -2001.5, -2003.0]]),
                 np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]),
             )),  # rows at different scales: one max for the batch gives 0/0
+            Case((np.array([0.0, -10.0, -12.0]), np.array([1.0, 0.0, 0.0]))),  # gradients 4.5e-5 and 6.1e-6: a flush shows
         ],
         probes=[
             Case((np.array([2000.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))),
