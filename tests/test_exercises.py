@@ -590,3 +590,34 @@ def test_flushing_small_weights_to_zero_after_a_right_answer_is_rejected(lesson,
     ex = getattr(load(lesson), name)
     assert ex.evaluate(ex.reference).status == "correct"
     assert ex.evaluate(_flushed(ex.reference, threshold)).status == "incorrect"
+
+
+def _michelot_cut(rounds):
+    """Michelot's algorithm for sparsemax, its support refined a fixed number of times, not until it stops changing."""
+
+    def sparsemax_row(x):
+        support = np.ones(x.size, dtype=bool)
+        for _ in range(rounds):
+            support = x > (x[support].sum() - 1) / support.sum()
+        return np.maximum(x - (x[support].sum() - 1) / support.sum(), 0.0)
+
+    return sparsemax_row
+
+
+def _diagonal_guard(out, mask):
+    """A guard that takes 'may attend to itself' for 'may attend to something' (right on causal masks only)."""
+    mask = np.asarray(mask)
+    if mask.shape[-1] != mask.shape[-2]:
+        return np.where(mask.any(axis=-1, keepdims=True), out, 0.0)
+    return np.where(np.diagonal(mask, axis1=-2, axis2=-1)[..., None], out, 0.0)
+
+
+@pytest.mark.parametrize("lesson,name,answer", [
+    ("06", "q1", _michelot_cut(6)), ("06", "q1", _michelot_cut(10)),
+    ("06b", "q2", lambda g, p, alpha: (lambda s: s * g - (s @ g) / s.sum() * s)(np.where(p > 1e-20, p ** (2 - alpha), 0.0))),
+    ("05c", "q2", _diagonal_guard),
+], ids=["michelot-6", "michelot-10", "support-1e-20", "diagonal-guard"])
+def test_fourth_rerun_acceptances_are_rejected(lesson, name, answer):
+    from course_utils.exercises import load
+
+    assert getattr(load(lesson), name).evaluate(answer).status == "incorrect"

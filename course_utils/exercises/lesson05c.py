@@ -187,6 +187,7 @@ def _q2_cases() -> list[Case]:
         Case((nan_with_key, causal_left_pad)),  # NaN in an empty row and in a row with keys
         Case((batch, pad)),  # a key-padding mask (B, 1, 1, S)
         Case((rng.normal(size=(4, 2)), np.ones((4, 6), dtype=bool) & (np.arange(6) < 1))),  # one key each
+        Case((rng.normal(size=(3, 2)), ~np.eye(3, dtype=bool))),  # every query may attend, but not to itself
     ]
 
 

@@ -275,6 +275,8 @@ def _q1() -> FunctionExercise:
             # A long tail far below: Michelot's refinement of the support drops a few keys at a time and needs 6
             # rounds here, so a loop cut after a fixed number of rounds (2, 3, 5) is off.
             Case((np.array([-2.05, 1.0, -21.0, 0.34, -0.93, -149.0, 0.79, -889.0, -0.13, -1114.0]),)),
+            # Powers of 5 far below: Michelot needs 15 rounds here, so a loop cut after 6 or 10 rounds is off.
+            Case((np.array([1.0, 0.9, -1.0, *(-(5.0**k) for k in range(1, 25))]),)),
         ],
         probes=[
             Case((np.array([-1.996, 1.055, 2.71, 0.282, -2.23]),)),  # 3 rounds of Michelot's algorithm
