@@ -621,3 +621,17 @@ def test_fourth_rerun_acceptances_are_rejected(lesson, name, answer):
     from course_utils.exercises import load
 
     assert getattr(load(lesson), name).evaluate(answer).status == "incorrect"
+
+
+def test_a_tiled_loop_with_block_q_and_block_k_swapped_is_rejected():
+    """Fourth rerun, 07 q2: tiles of block_k queries by block_q keys read more than block_k keys at once."""
+    import re
+
+    from course_utils.exercises import load
+
+    ex = load("07").q2
+    namespace = {"np": np}
+    exec(re.search(r"```python\n(.*?)```", ex._solution, re.S).group(1), namespace)
+    right = namespace["flash_forward"]
+    assert ex.evaluate(right).status == "correct"
+    assert ex.evaluate(lambda q, k, v, block_q, block_k: right(q, k, v, block_k, block_q)).status == "incorrect"

@@ -866,6 +866,9 @@ def _q2() -> FunctionExercise:
             # loop with its own fixed 64 x 64 tiles pass; block_q = 4 tells one query, a tile and all 8 apart.
             _q2_case(_q2_jump(18, 8, 1024, 512, 20.0), 4, 64, "the checker follows which keys each step reads",
                      follow_reads=True),
+            # And tiles of queries larger than those of keys: a loop that swaps block_q and block_k reads 96 keys at once.
+            _q2_case(_q2_jump(19, 96, 1024, 512, 20.0), 96, 64, "the checker follows reads, block_q > block_k",
+                     follow_reads=True),
             _q2_case(big, 64, 64, "large: the (320, 320) score matrix must never exist"),
             _q2_case(_q2_inputs(16, 400, 400, E=8, Ev=8), 400, 16,
                      "large: block_q = L, so only the tiles of keys keep the (400, 400) matrix away"),
