@@ -635,3 +635,13 @@ def test_a_tiled_loop_with_block_q_and_block_k_swapped_is_rejected():
     right = namespace["flash_forward"]
     assert ex.evaluate(right).status == "correct"
     assert ex.evaluate(lambda q, k, v, block_q, block_k: right(q, k, v, block_k, block_q)).status == "incorrect"
+
+
+def test_fourth_rerun_names_say_only_what_the_answer_did():
+    """08b q1: a tiny value (an epsilon, not a factor) is not called 'epsilon = 0'; 08 q2: the ddof hint names no line."""
+    from course_utils.exercises import load
+
+    tiny = load("08b").q1.evaluate(4e-8)
+    assert "an epsilon itself rather than the factor" in tiny.message and tiny.next_step.startswith("Answer with the factor")
+    paired = load("08").q2.evaluate(lambda a, b: np.array([(a - b).mean(), np.sqrt(np.var(a) + np.var(b) - 2 * np.cov(a, b, ddof=0)[0, 1])]))
+    assert paired.mistake == "ddof = 0" and "Change `d.std()`" not in paired.next_step

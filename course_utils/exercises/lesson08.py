@@ -183,7 +183,8 @@ def _q2() -> FunctionExercise:
             "the 95% interval's half-width instead of the standard deviation": _q2_t_half_width,
         },
         next_steps={
-            "ddof = 0": "Change `d.std()` to `d.std(ddof=1)`.",
+            "ddof = 0": "Divide the sum of squared deviations by n - 1, not n: `ddof=1` in whichever your line uses "
+                        "(`d.std(ddof=1)`, `np.std(d, ddof=1)`, `np.var(..., ddof=1)` or `np.cov(..., ddof=1)`).",
             "unpaired standard deviation": (
                 "Take the spread of the differences, `d = loss_arm - loss_ref; d.std(ddof=1)`, not "
                 "`np.sqrt(a.var(ddof=1) + b.var(ddof=1))`."

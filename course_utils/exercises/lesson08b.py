@@ -34,9 +34,11 @@ def _q1() -> ValueExercise:
             "like v": (16.0, "v̂ does grow 16 times, but epsilon is added to its square root, which grows 4 times."),
             "like c": (1 / 16, "1/16 is the factor on the scores. Epsilon is added to the root of v̂, the size of "
                        "W's gradient, and that gradient is larger than V's, not smaller."),
-            "zero for (d) alone": (0.0, "epsilon = 0 for (d) while (b) keeps 1e-8 changes (d)'s steps and not (b)'s: "
-                                   "the two match exactly only with epsilon = 0 in both (section 2 runs that) or with "
-                                   "(d)'s epsilon in the right ratio to (b)'s."),
+            "zero for (d) alone": (0.0, "that is a number near 0, an epsilon itself rather than the factor on one: "
+                                   "the question asks by what factor (d)'s 1e-8 is multiplied. (If you meant epsilon = 0 "
+                                   "for (d): with (b) keeping 1e-8, that changes (d)'s steps and not (b)'s; the two "
+                                   "match exactly only with epsilon = 0 in both, which section 2 runs, or with (d)'s "
+                                   "epsilon in the right ratio to (b)'s.)"),
             "the square root of 4": (2.0, "the gradient with respect to W is 4 times V's, not 2 times: W = V / 4, so "
                                      "dL/dW = 4 dL/dV, and the root of v̂ grows by the same 4."),
         },
@@ -48,7 +50,7 @@ def _q1() -> ValueExercise:
             "like v": "Epsilon is added to `sqrt(v̂)`, not to `v̂`: take the square root of your factor.",
             "like c": "Write `dL/dW` in terms of `dL/dV` for `W = g * V`: is its size larger or smaller than V's, "
                       "and by how much?",
-            "zero for (d) alone": "Keep (b)'s `eps = 1e-8` and write both denominators: `sqrt(v̂_V) + eps` for V, "
+            "zero for (d) alone": "Answer with the factor, not the new epsilon: keep (b)'s `eps = 1e-8` and write both denominators: `sqrt(v̂_V) + eps` for V, "
                                   "`sqrt(v̂_W) + eps_W` for W. Which `eps_W` makes W's step `g` times V's?",
             "the square root of 4": "With `W = g * V` and `g = 1/4`, the chain rule gives `dL/dW = dL/dV / g`: "
                                     "compute `1 / g`.",
@@ -256,7 +258,7 @@ def _q2() -> FunctionExercise:
         wrong_answers={
             "unit length instead of RMS 1": _q2_unit_norm,
             "no division by sqrt(d_k)": _q2_no_scale,
-            "division by d_k": _q2_scale_d,
+            "division by d_k (or rows of unit length with no division)": _q2_scale_d,
             "normalizing q only": _q2_q_only,
             "normalizing k only (arm (g), keys only)": _q2_k_only,
             "normalizing over the wrong axis": _q2_wrong_axis,
@@ -277,7 +279,7 @@ def _q2() -> FunctionExercise:
                 "a mean of squares, not a sum."
             ),
             "no division by sqrt(d_k)": "Divide your `q_hat @ k_hat.T` by `np.sqrt(q.shape[-1])`.",
-            "division by d_k": (
+            "division by d_k (or rows of unit length with no division)": (
                 "Divide by `np.sqrt(q.shape[-1])`, not `q.shape[-1]`; if you normalized each row to unit length "
                 "and divided by nothing, normalize to RMS 1 instead: `x / np.sqrt((x * x).mean(axis=-1, keepdims=True))`."
             ),
