@@ -765,3 +765,10 @@ def test_q3_128_mib_is_told_both_readings_that_give_it():
     """N5: 128 is 64 passes of 4 bytes, or the right 32 passes of 8 bytes."""
     verdict = EX.q3.evaluate(128)
     assert "8 bytes per number" in verdict.message and "L / block_k = 64" in verdict.message
+
+
+def test_q2_a_loop_with_block_q_and_block_k_swapped_is_rejected():
+    """Fourth rerun: tiles of block_k queries by block_q keys read more than block_k keys at once (block_q > block_k)."""
+    right = _shown_solution(EX.q2, "flash_forward")
+    assert EX.q2.evaluate(right).status == "correct"
+    assert EX.q2.evaluate(lambda q, k, v, block_q, block_k: right(q, k, v, block_k, block_q)).status == "incorrect"

@@ -32,7 +32,7 @@ VARIABLE = "COURSE_HANDOUT"
 #: What ``hint()`` and ``solution()`` say in a handout.
 OFF = ("Hints and solutions are off for this course (your instructor's handout). `check()` still says whether "
        "your answer is right and names the mistake it finds.")
-_ON, _OFF = {"0", "false", "no", "off"}, {"1", "true", "yes", "on"}
+_NOT_HANDED_OUT, _HANDED_OUT = {"0", "false", "no", "off"}, {"1", "true", "yes", "on"}
 
 
 def handed_out(folder: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> bool:
@@ -44,9 +44,9 @@ def handed_out(folder: str | os.PathLike[str] | None = None, environ: Mapping[st
         If `VARIABLE` is set to something other than 1/0 (true/false, yes/no, on/off).
     """
     value = (os.environ if environ is None else environ).get(VARIABLE, "").strip().lower()
-    if value in _OFF:
+    if value in _HANDED_OUT:
         return True
-    if value in _ON:
+    if value in _NOT_HANDED_OUT:
         return False
     if value:
         raise ValueError(f"the environment variable {VARIABLE} must be 1 (a handout) or 0; got {value!r}")
