@@ -202,8 +202,10 @@ def test_q2_the_log_of_the_probabilities_plus_a_small_number_is_named_not_called
     """N2: log(p + 1e-12) has an entry of 1e-12, 0 to the tolerance; its mistake is the log of the probabilities."""
     verdict = EX.q2.evaluate(_log_of_softmax_plus(eps))
     assert not verdict and "positive entries" not in verdict.message
-    assert "the log of the probabilities with a small number" in _unwrapped(verdict.message)
-    assert "Never form the probabilities" in verdict.next_step
+    message = _unwrapped(verdict.message)  # added (1e-9, where a weight near eps tells) or a floor (no weight tells)
+    assert ("the log of the probabilities with a small number, about 1e-09, added to them" in message) == (eps == 1e-9)
+    assert ("`np.log` of the probabilities with a small number as their floor (or added)" in message) == (eps < 1e-9)
+    assert "never form the probabilities" in verdict.next_step
 
 
 def test_q2_a_result_rounded_to_4_decimals_is_named_as_that_slip_alone():

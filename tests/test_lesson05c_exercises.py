@@ -98,7 +98,7 @@ def test_q2_a_guard_that_decides_by_the_values_is_named_whichever_way_it_reads_t
 def test_q2_a_guard_that_rewrites_a_nan_in_a_row_with_a_key_is_rejected_and_named():
     """Review 33, A3: every query that has a key must be left as the backend returned it, NaN included."""
     verdict = EX.q2.evaluate(lambda out, mask: np.nan_to_num(out) * mask.any(axis=-1, keepdims=True))
-    assert not verdict and verdict.mistake == "replacing NaN by 0, then multiplying by has_key"
+    assert not verdict and verdict.mistake == "replacing NaN by 0 (`nan_to_num`) in the rows that have a key too"
     assert "they differ where one of them holds nan or inf" in verdict.message
     assert EX.q2.evaluate(lambda out, mask: np.where(mask.any(axis=-1, keepdims=True), out, 0.0)).passed
 

@@ -248,7 +248,7 @@ def test_q3_the_course_function_itself_is_refused_as_the_function_to_write():
 
 
 @pytest.mark.parametrize("named,answer", [
-    ("you flushed small weights to 0",
+    ("a flush of small weights to 0",
      lambda s, lse: np.where(s - np.where(np.isneginf(lse), np.inf, lse)[..., None] < -30, 0.0,
                              np.exp(s - np.where(np.isneginf(lse), np.inf, lse)[..., None]))),
     ("e^-700: you floored or clipped the exponent",

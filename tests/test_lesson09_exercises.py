@@ -205,10 +205,11 @@ def test_q1_flushing_small_weights_to_0_is_rejected_and_named_as_the_flush(flush
     verdict = ex.check(FLUSHES[flush])
     out = _unwrapped(capsys.readouterr().out)
     assert verdict.status == "incorrect" and verdict.mistake == "the property _exact_zeros"
-    assert "(you flushed small weights to 0)" in out and "This is exactly what" not in out
+    assert "(a flush of small weights to 0, or a step that lost them" in out and "This is exactly what" not in out
     ex.hint()
     step = _unwrapped(capsys.readouterr().out)
-    assert step.startswith("Next step for this mistake: Delete any `np.where(w < eps, 0.0, w)`")
+    assert step.startswith("Next step for this mistake: Delete any finite number put in place of -inf") \
+        and "any `np.where(w < eps, 0.0, w)` around your weights" in step
 
 
 @pytest.mark.parametrize("q", ["q1"])

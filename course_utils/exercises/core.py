@@ -1256,9 +1256,13 @@ def mistake_name(label: str) -> str:
     --------
     >>> mistake_name("clipping the scores to [-50, 50]")
     'clipping the scores at a fixed limit'
+    >>> mistake_name("shifting by the row maximum minus 80")
+    'shifting by the row maximum minus a constant'
     >>> mistake_name("shifting by the row mean instead of each row's own maximum")
     "shifting by the row mean instead of each row's own maximum"
     """
+    if re.fullmatch(r"shifting by the row maximum minus \S+", label):  # max - 80 and max + 88 fail alike
+        return "shifting by the row maximum minus a constant"
     clip = re.fullmatch(r"clipping (the scores|every input) to \[-\S+, \S+\]", label)
     return f"clipping {'the scores' if clip.group(1) == 'the scores' else 'the inputs'} at a fixed limit" if clip else label
 
@@ -1593,7 +1597,9 @@ class FunctionExercise(Exercise):
         the mistake's differs from the reference's. A "mistake" that gives the reference's result on every case
         (float16 on inputs it cannot change, such as torch tensors) names nothing. Where mistakes of different
         names match the cases, the probes decide between them; if they cannot, the first is named (the
-        hand-picked wrong answers come first).
+        hand-picked wrong answers come first). A lone match must fail on the same probes as the answer: a shift by
+        the target's logit is no shift by the median, though a few cases cannot tell them apart (a clip at another
+        limit, which fails with other numbers on the same probes, keeps the name of its family).
         """
         mine = self._outputs(answer)
         right = self._outputs(self.reference, "the reference")
@@ -1605,11 +1611,38 @@ class FunctionExercise(Exercise):
             if not any(mine[i] is not None for i in shown):
                 continue  # the mistake shows on no case where the answer gave output: no evidence for it
             if all((a is None and b is None) or (a is not None and b is not None and _agree(a, b, self.rtol, self.atol))
-                   for a, b in zip(mine, theirs)):
+                   for a, b in zip(mine, theirs)) and not self._overflows_alone(answer, wrong, shown):
                 matches.append(label)
         if len({mistake_name(label) for label in matches}) > 1 and self.probes:
             matches = [label for label in matches if self._agrees_on_probes(answer, self.known_mistakes()[label])]
+        elif matches and self.probes:  # a lone match: few cases may meet another mistake by coincidence
+            matches = [label for label in matches if self._fails_alike_on_probes(answer, self.known_mistakes()[label])]
         return matches[0] if matches else None
+
+    def _overflows_alone(self, answer: Callable[..., Any], wrong: Callable[..., Any], shown: Sequence[int]) -> bool:
+        """Whether `answer` overflows (NumPy's own report) on a case that shows the mistake, where the mistake does
+        not: the same outputs then come from another cause (inf * 0 made nan, then zeroed, where the mistake
+        underflows to the same zeros), and naming the mistake would send the learner to a line that is right."""
+        for i in shown:
+            case = self.cases[i]
+            mine = first_float_error(answer, case)
+            if mine is not None and "overflow" in mine and "overflow" not in (first_float_error(wrong, case) or ""):
+                return True
+        return False
+
+    def _fails_alike_on_probes(self, answer: Callable[..., Any], wrong: Callable[..., Any]) -> bool:
+        """Whether `answer` and `wrong` are right on the same probes (where both give output), and wrong on the rest."""
+        for probe in self.probes:
+            try:
+                mine, theirs = _call_safely(answer, probe), _call_safely(wrong, probe)
+            except (_Failed, _NotAttempted):
+                continue
+            right = _reference_on(Run(answer, probe, mine, mine, None, self.reference), probe)
+            if right is None:
+                continue
+            if _agree(mine, right, self.rtol, self.atol) != _agree(theirs, right, self.rtol, self.atol):
+                return False
+        return True
 
     def _agrees_on_probes(self, answer: Callable[..., Any], wrong: Callable[..., Any]) -> bool:
         """Whether `answer` gives `wrong`'s outputs on every probe where both give output."""

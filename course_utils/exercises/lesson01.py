@@ -93,14 +93,16 @@ def _max_minus_variants() -> dict:
 
 def _max_minus_next_steps() -> dict[str, str]:
     return {f"shifting by the row maximum minus {c:g}": (
-        f"Delete the `- {c:g}` from your shift, so that it reads `x - x.max(axis=-1, keepdims=True)`; then "
-        "`np.exp` of the shifted row's largest entry is `np.exp(0.0)`.") for c in _MAX_MINUS}
+        "Delete the constant you subtract from the maximum (or add after the shift), so that the shift reads "
+        "`x - x.max(axis=-1, keepdims=True)`; then `np.exp` of the shifted row's largest entry is `np.exp(0.0)`.")
+        for c in _MAX_MINUS}
 
 
 def _max_minus_advice() -> dict[str, str]:
     return {f"shifting by the row maximum minus {c:g}": (
-        f"You shifted by the row maximum minus {c:g}, so the largest term is e^{c:g}, not 1. In float32 a row of "
-        "8192 equal scores then sums past float32's largest number: subtract the maximum itself.") for c in _MAX_MINUS}
+        "You shifted by the row maximum minus a constant c, so the largest term is e^c, not 1. From c = 80 a "
+        "float32 row of 8192 equal scores sums past float32's largest number, and from c = 710 e^c overflows even "
+        "in float64: subtract the maximum itself.") for c in _MAX_MINUS}
 
 
 _Q1_SOLUTION = """

@@ -166,7 +166,7 @@ def _log_of_probabilities(run: Run) -> str | None:
     if not far.any() or out.shape != expected.shape:
         return None
     p = np.exp(expected)
-    for how, floor in (("added to them", False), ("as their floor", True)):
+    for how, floor in (("as their floor", True), ("added to them", False)):
         eps = float(np.median(np.exp(out[far]) - (0.0 if floor else p[far])))
         if not 0.0 < eps < 1e-3:
             continue
@@ -174,6 +174,11 @@ def _log_of_probabilities(run: Run) -> str | None:
             model = np.log(np.maximum(p, eps) if floor else p + eps)
         if np.allclose(out, model, rtol=1e-6, atol=1e-9):
             worst = np.unravel_index(int(np.argmax(np.where(far, out - expected, -np.inf))), out.shape)
+            if floor:  # log(max(p, eps)), a clip of the result, or a floor on the exponent: the same numbers
+                return (f"stops at {np.log(eps):.4g}: {out[worst]:.4g} where the log-probability is "
+                        f"{expected[worst]:.4g}, and every log-probability below it is lost. A floor like this "
+                        "comes from `np.log` of the probabilities with a small number as their floor (or added), "
+                        "or from an `np.maximum`/`np.clip` on the result or on the shifted scores")
             return (f"is the log of the probabilities with a small number, about {eps:.0e}, {how}: "
                     f"{out[worst]:.4g} where the log-probability is {expected[worst]:.4g}. The small number keeps "
                     "log(0) away, but every log-probability below log(eps) is lost")
@@ -181,8 +186,10 @@ def _log_of_probabilities(run: Run) -> str | None:
 
 
 _log_of_probabilities.next_step = (  # type: ignore[attr-defined]
-    "Never form the probabilities: return `shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))` with "
-    "`shifted = x - x.max(axis=-1, keepdims=True)`, so that nothing small ever goes into `np.log`."
+    "Remove what holds the result up (a small number added to the probabilities or taken as their floor, an "
+    "`np.maximum` or `np.clip` on the result or the shifted scores) and never form the probabilities: return "
+    "`shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))` with `shifted = x - x.max(axis=-1, "
+    "keepdims=True)`, so that nothing small ever goes into `np.log`."
 )
 
 

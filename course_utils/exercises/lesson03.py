@@ -263,8 +263,9 @@ def _q3() -> FunctionExercise:
                 "divisor is the float `np.sqrt(Q.shape[-1])`; for d_k = 96 it must be 9.798, not an integer.")
                for how in _ROUNDINGS},
             "no scaling": "Divide your `Q @ K.T` by `np.sqrt(Q.shape[-1])`.",
-            "dividing by d_k instead of its square root": (
-                "Wrap your divisor in a square root: `Q @ K.T / np.sqrt(Q.shape[-1])` rather than `/ Q.shape[-1]`."
+            "dividing by d_k instead of its square root (or dividing both Q and K by √d_k)": (
+                "Divide the product once, by the square root: `Q @ K.T / np.sqrt(Q.shape[-1])`. Not by "
+                "`Q.shape[-1]`, and not Q and K each by `np.sqrt(d_k)`, which divides their product by d_k."
             ),
             "multiplying by √d_k": "Change the `* np.sqrt(d_k)` into `/ np.sqrt(d_k)`.",
             "forgetting the transpose": (
@@ -287,7 +288,7 @@ def _q3() -> FunctionExercise:
         ),
         wrong_answers={
             "no scaling": _q3_unscaled,
-            "dividing by d_k instead of its square root": _q3_divide_by_d,
+            "dividing by d_k instead of its square root (or dividing both Q and K by √d_k)": _q3_divide_by_d,
             "multiplying by √d_k": _q3_multiply,
             "forgetting the transpose": _q3_no_transpose,
             "the number of keys instead of d_k": _q3_number_of_keys,

@@ -486,13 +486,19 @@ def _q3() -> FunctionExercise:
                 np.array([[1000.0, 999.0, 0.0], [0.0, -1.0, -2.0], [-2000.0, -2001.5, -2003.0]]),
                 np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]),
             )),  # rows at different scales: one max for the batch gives 0/0
-            Case((np.array([0.0, -10.0, -12.0]), np.array([1.0, 0.0, 0.0]))),  # gradients 4.5e-5 and 6.1e-6: a flush shows
+            # Gradients 4.5e-5 - 1 and 6.1e-6, then 1.5e-8 - 1 and 5.6e-9: a flush of small weights shows. The
+            # target sits on a small weight, so that no gradient is 1 - p of p near 1, which float32 cannot resolve.
+            Case((np.array([0.0, -10.0, -12.0]), np.array([0.0, 1.0, 0.0]))),
+            Case((np.array([0.0, -18.0, -19.0]), np.array([0.0, 1.0, 0.0]))),
         ],
         probes=[
             Case((np.array([2000.0, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]))),
             Case((np.array([0.0, 1000.0, 2000.0]), np.array([0.0, 1.0, 0.0]))),
             Case((np.array([[60.0, 55.0], [-60.0, -55.0]]), np.array([[1.0, 0.0], [0.0, 1.0]]))),
             Case((np.array([[90.0, 0.0], [0.0, 90.0]], dtype=np.float32), np.array([[1.0, 0.0], [0.5, 0.5]]))),
+            # A shift by the target's logit, or by the midrange, is none of the named shifts: these part them.
+            Case((np.array([0.0, 1000.0, 2000.0]), np.array([0.0, 0.0, 1.0]))),
+            Case((np.array([0.0, 1900.0, 2000.0]), np.array([0.0, 0.0, 1.0]))),
         ],
         variants={**shift_variants(_q3_shifted_by), **clip_variants(_q3_clipped)},
         advice={

@@ -335,6 +335,53 @@ _zero_where_masked.next_step = (  # type: ignore[attr-defined]
 )
 
 
+def _normalized_along_the_keys(run: Run) -> str | None:
+    """Property, on a 2-D row of queries: the weights are not normalized down the queries' axis instead."""
+    if run.output.ndim < 2:
+        return None
+    allowed = _allowed(run)
+    rows, columns = run.output.sum(axis=-1), run.output.sum(axis=-2)
+    if np.allclose(rows, allowed.any(axis=-1), atol=1e-6) or not np.allclose(columns, allowed.any(axis=-2), atol=1e-6):
+        return None
+    return (f"has column sums {np.round(columns, 4).tolist()} and row sums {np.round(rows, 4).tolist()}: your "
+            "softmax runs down axis 0, over the queries, where each query's row (the last axis, over the keys) must "
+            "sum to 1")
+
+
+_normalized_along_the_keys.next_step = (  # type: ignore[attr-defined]
+    "Give every reduction the last axis: `.max(axis=-1, keepdims=True)` and `.sum(axis=-1, keepdims=True)`, and "
+    "check that `out.sum(axis=-1)` prints 1 for each row that has an allowed key."
+)
+
+
+def _rows_with_keys_kept(run: Run) -> str | None:
+    """Property: a row with an allowed key is not zeroed by the guard meant for rows without one.
+
+    Told apart from underflow by the same row with every score 0, where no exponential can underflow."""
+    total = run.output.sum(axis=-1)
+    has_key = _allowed(run).any(axis=-1)
+    lost = has_key & (total == 0)
+    if not lost.any() or first_float_error(run.function, run.case) is not None:
+        return None
+    scores, mask = run.case.args
+    try:
+        flat = run.call(np.zeros(np.shape(scores)), mask)
+    except _Failed:
+        return None
+    if np.shape(flat) != run.output.shape or not (flat.sum(axis=-1)[lost] == 0).all():
+        return None
+    return (f"has row sums {np.round(total, 4).tolist()}: a row with an allowed key gets all zeros, and it still "
+            "does with every score 0, where no exponential can underflow. The test for a row with no allowed key "
+            "zeroed a row that has one")
+
+
+_rows_with_keys_kept.next_step = (  # type: ignore[attr-defined]
+    "Print your guard's condition beside `mask.any(axis=-1, keepdims=True)` on that input: a row with at least one "
+    "True keeps its weights (`any`, not `all`), and only a row of all False gets zeros: "
+    "`np.where(mask.any(axis=-1, keepdims=True), weights, 0.0)`, in that order."
+)
+
+
 def _rows_sum_to_one_where_allowed(run: Run) -> str | None:
     """Property: a row with an allowed key sums to 1, a row without one sums to 0."""
     total = run.output.sum(axis=-1)
@@ -356,8 +403,11 @@ _rows_sum_to_one_where_allowed.next_step = (  # type: ignore[attr-defined]
     "Print each intermediate on that input, row by row, after `np.seterr(all='raise')`: the first line that "
     "overflows or makes nan is the one to change (shift by `np.where(mask, scores, -np.inf).max(axis=-1, "
     "keepdims=True)`; select with `np.where(mask, scores, -np.inf)` rather than adding `(1 - mask) * -np.inf`, "
-    "since 0 * inf is nan), and an `np.nan_to_num` afterwards only hides it. A row that sums to between 0 and 1 "
-    "lost the blocked keys' weight after the softmax: put `-np.inf` in before `np.exp`."
+    "since 0 * inf is nan; exponentiate `s - m`, not `scores - m`, since a blocked score far above the allowed "
+    "ones overflows and inf * 0 is nan), and an `np.nan_to_num` afterwards only hides it. A row that sums to "
+    "between 0 and 1 with nothing overflowing lost weight after the exponentials: print `e.sum(axis=-1)` beside "
+    "the divisor you use (masking after the softmax loses the blocked keys' weight; so does anything added to, or "
+    "multiplied into, the row sum)."
 )
 
 
@@ -484,7 +534,8 @@ def _q2() -> FunctionExercise:
             Case((np.array([-2e10, -2e10 + 2048.0, 0.0]), np.array([True, True, False]))),
             Case((np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), np.array([[True, True, False], [False, False, False]]))),
         ],
-        properties=[_no_finite_fill, _zero_where_masked, _rows_sum_to_one_where_allowed],
+        properties=[_no_finite_fill, _zero_where_masked, _normalized_along_the_keys, _rows_with_keys_kept,
+                    _rows_sum_to_one_where_allowed],
         nonfinite_hint=_q2_nonfinite,
         wrong_answers={
             "masking after the softmax": _q2_mask_after,

@@ -113,12 +113,12 @@ def _leaves_inputs_unchanged(run: Run) -> str | None:
     except Exception:  # noqa: BLE001 - the learner's error is reported elsewhere
         return None
     for before, after in zip(run.case.args, args):
-        if isinstance(before, torch.Tensor) and not torch.equal(before, after) and not bool(
+        if isinstance(before, torch.Tensor) and (before.shape != after.shape or not torch.equal(before, after) and not bool(
             (before.isnan() & after.isnan()).any() and torch.equal(before.nan_to_num(0.0), after.nan_to_num(0.0))
-        ):
+        )):
             return (
                 "changes the caller's tensor of shape "
-                f"{tuple(before.shape)} in place (`/=`, `masked_fill_` ...): compute new tensors, e.g. "
+                f"{tuple(before.shape)} in place (`/=`, `masked_fill_`, `transpose_` ...): compute new tensors, e.g. "
                 "`scores = scores / ...` or `scores.masked_fill(...)`, and leave the inputs as they were"
             )
     return None
@@ -209,7 +209,9 @@ _Q1_MISTAKES = {
     "attends only to the pads (and a sequence without pads gets NaN, having no key left)": _q1_buggy,
     "no mask at all: every token attends to the pads": _q1_no_mask,
     "`>` instead of `>=`: the first pad of each sequence stays visible": _q1_off_by_one,
-    "a float mask of 1.0/0.0 is *added* to the scores, it blocks nothing": _q1_float_ones,
+    "a float mask whose real and pad entries differ by only 1 (1.0/0.0 from `.to(x.dtype)`, or 0 and -1): "
+    "nn.MultiheadAttention *adds* a float mask to the scores, so each pad keeps e^-1 of a real key's weight and "
+    "stays visible": _q1_float_ones,
     "True on the pads, as key_padding_mask wants, but as a float mask of 1.0/0.0: nn.MultiheadAttention *adds* a "
     "float mask to the scores, so each pad gets +1 and stays visible": _q1_float_pads,
     "the mask on the query axis: it must hide pad *keys* from every query": _q1_query_axis,
@@ -298,7 +300,8 @@ def _q1() -> FunctionExercise:
                 "Change `>` to `>=` in `torch.arange(S)[None, :] > lengths[:, None]`: position `length` is already a pad."
             ),
             "a float 1/0 mask": (
-                "Drop the `.to(x.dtype)` (or `.float()`): pass the bool tensor `~real` itself as `key_padding_mask`."
+                "Pass a bool tensor as `key_padding_mask`, True on the pads: `~real` itself, with no `.to(...)` or "
+                "`.float()` and no arithmetic on it."
             ),
             "a float mask with 1.0 on the pads": (
                 "Keep your mask's polarity, True on the pads, but pass it as bool: remove the `.to(...)`, `.float()` "
@@ -658,8 +661,9 @@ def _q3_true_blocked(q, k, v):
 _Q3_MISTAKES = {
     "both bugs: the scale 1/√(heads · head_dim) uses the model width, and the 1/0 float mask is *added* "
     "to the scores, so it blocks nothing": _q3_buggy,
-    "the scale is right now, but a float attn_mask is *added*: tril of ones gives +1 to allowed keys and "
-    "blocks nothing. Pass a bool mask or is_causal=True": _q3_scale_only,
+    "the scale is right now, but a float attn_mask is *added* to the scores, and yours sets allowed and "
+    "blocked keys only 1 apart (tril of ones: +1 and 0; or 0 and -1), so each blocked key keeps e^-1 of an "
+    "allowed key's weight. Pass a bool mask or is_causal=True": _q3_scale_only,
     "the mask is right now, but the scale uses the model width heads · head_dim; each head's scores "
     "are dot products of length head_dim, so the scale is 1/√head_dim": _q3_mask_only,
     "the scale is 1/head_dim: the square root is missing": _q3_no_sqrt,
@@ -724,8 +728,8 @@ def _q3() -> FunctionExercise:
                 "`attn_mask=torch.tril(torch.ones(L, L))` by `is_causal=True`."
             ),
             "only the scale fixed": (
-                "Replace `attn_mask=torch.tril(torch.ones(L, L))` by `is_causal=True` (or give `torch.ones` "
-                "`dtype=torch.bool`)."
+                "Replace your float `attn_mask=...` by `is_causal=True`, or by the bool mask "
+                "`torch.ones(L, L, dtype=torch.bool).tril()`."
             ),
             "only the mask fixed": "Delete the `scale=...` argument: SDPA's default is `1 / math.sqrt(q.size(-1))`.",
             "1/head_dim": "Change `scale=1 / head_dim` to `scale=1 / math.sqrt(head_dim)`, or leave `scale` out.",

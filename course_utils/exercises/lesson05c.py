@@ -128,6 +128,34 @@ def _q2_nan_to_num_multiply(out: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.nan_to_num(out) * mask.any(axis=-1, keepdims=True)  # rewrites a NaN in a row that has a key
 
 
+def _q2_finite_rows(out: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    ok = mask.any(axis=-1, keepdims=True) & np.isfinite(out).all(axis=-1, keepdims=True)
+    return np.where(ok, out, 0.0)  # also zeroes a row with a key that holds a NaN or an inf
+
+
+#: nan_to_num and the mask together, multiplied or selected: the same outputs on every input.
+_Q2_NAN_TO_NUM_KEYS = "replacing NaN by 0 (`nan_to_num`) in the rows that have a key too"
+#: Zeroing the rows that hold a NaN: the values decide, as with nan_to_num alone.
+_Q2_NAN_ROWS = "zeroing the rows that hold a NaN (deciding by the values, not the mask)"
+_Q2_BY_VALUES_ADVICE = (
+    "A backend may return a finite row for a query with no key (cuDNN returns the output of no mask at all), and "
+    "nan_to_num, or a test for NaN, keeps it: decide by the mask, not by the values."
+)
+_Q2_BY_VALUES_STEP = (
+    "Delete the `np.nan_to_num(out)` (or the test `np.isnan(out)`) and build `has_key = mask.any(axis=-1, "
+    "keepdims=True)`; return `np.where(has_key, out, 0.0)`: the condition reads the mask, never `out`."
+)
+#: A guard that tests the values as well as the mask.
+_Q2_FINITE_ROWS = "testing the values as well as the mask (`np.isfinite(out)` in the condition)"
+
+
+def _q2_probes() -> list[Case]:
+    """A row with a key that holds one NaN among finite values: nan_to_num rewrites only that entry, a test of the
+    values zeroes the whole row."""
+    out = np.array([[0.5, np.nan, -1.0], [0.1, 0.2, 0.3], [np.nan, np.nan, np.nan]])
+    return [Case((out, np.array([[True, False], [True, True], [False, False]])))]
+
+
 def _q2_nan_rows(out: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(out).any(axis=-1, keepdims=True), 0.0, out)
 
@@ -207,8 +235,11 @@ def _q2() -> FunctionExercise:
             # Zeroing the rows that hold a NaN (`_q2_nan_rows`) gives the same outputs: a backend's empty row is
             # all NaN or all finite, so one label names both.
             "replacing NaN by 0 (deciding by the values, not the mask)": _q2_nan_to_num,
-            "replacing NaN by 0, then multiplying by has_key": _q2_nan_to_num_multiply,
+            _Q2_NAN_ROWS: _q2_nan_rows,  # the same outputs on every case; the probes, with a row part NaN, differ
+            _Q2_NAN_TO_NUM_KEYS: _q2_nan_to_num_multiply,
+            _Q2_FINITE_ROWS: _q2_finite_rows,
         },
+        probes=_q2_probes(),
         variants={
             "testing mask.all instead of mask.any": _q2_all,
             "reading True as blocked": _q2_inverted,
@@ -216,18 +247,20 @@ def _q2() -> FunctionExercise:
             "forgetting keepdims=True": _q2_no_keepdims,
         },
         advice={
+            _Q2_NAN_ROWS: _Q2_BY_VALUES_ADVICE,
             "multiplying by has_key": "Select with np.where(has_key, out, 0.0) instead of multiplying.",
             "forgetting keepdims=True": (
                 "mask.any(axis=-1) has shape (..., L), which NumPy lines up with the output's last axis, d. "
                 "keepdims=True keeps it a column, (..., L, 1)."
             ),
-            "replacing NaN by 0 (deciding by the values, not the mask)": (
-                "A backend may return a finite row for a query with no key (cuDNN returns the output of no mask at "
-                "all), and nan_to_num, or a test for NaN, keeps it: decide by the mask, not by the values."
-            ),
-            "replacing NaN by 0, then multiplying by has_key": (
+            "replacing NaN by 0 (deciding by the values, not the mask)": _Q2_BY_VALUES_ADVICE,
+            _Q2_NAN_TO_NUM_KEYS: (
                 "Every query that has a key must keep its row exactly as the backend returned it, NaN included: "
                 "nan_to_num rewrites it. Only the rows with no key change, chosen by the mask alone."
+            ),
+            _Q2_FINITE_ROWS: (
+                "A row whose query has a key must keep its values, even a NaN or an inf (a NaN from upstream is "
+                "a bug to see, not to hide): decide by the mask alone, never by the values."
             ),
             "testing mask.all instead of mask.any": "A query needs one allowed key, not all of them: use mask.any.",
             "reading True as blocked": "Here True means may attend, as in SDPA: a query has a key where any entry is True.",
@@ -251,13 +284,18 @@ def _q2() -> FunctionExercise:
                 "Try `np.nan * 0.0` and `np.where(False, np.nan, 0.0)` in a cell: only the second is 0, so the "
                 "multiplication on your return line has to become a `np.where`."
             ),
-            "replacing NaN by 0 (deciding by the values, not the mask)": (
-                "Delete the `np.nan_to_num(out)` (or the test `np.isnan(out)`) and build `has_key = mask.any(axis=-1, "
-                "keepdims=True)`; return `np.where(has_key, out, 0.0)`: the condition reads the mask, never `out`."
+            "replacing NaN by 0 (deciding by the values, not the mask)": _Q2_BY_VALUES_STEP,
+            _Q2_NAN_ROWS: (
+                "Replace the test on the values, `np.isnan(out).any(axis=-1, keepdims=True)`, by one on the mask: "
+                "`has_key = mask.any(axis=-1, keepdims=True)`, and return `np.where(has_key, out, 0.0)`."
             ),
-            "replacing NaN by 0, then multiplying by has_key": (
-                "Delete the `np.nan_to_num(...)` and select instead of multiplying: return "
-                "`np.where(mask.any(axis=-1, keepdims=True), out, 0.0)`, which leaves every row with a key untouched."
+            _Q2_NAN_TO_NUM_KEYS: (
+                "Delete the `np.nan_to_num(...)`: return `np.where(mask.any(axis=-1, keepdims=True), out, 0.0)` "
+                "with `out` as it came, which leaves every row with a key untouched, NaN included."
+            ),
+            _Q2_FINITE_ROWS: (
+                "Take `np.isfinite(out)` out of your condition: the condition is `mask.any(axis=-1, keepdims=True)` "
+                "alone, so that a row with a key keeps whatever the backend put in it."
             ),
             "testing mask.all instead of mask.any": "Change `mask.all(axis=-1, keepdims=True)` to `mask.any(axis=-1, keepdims=True)`.",
             "reading True as blocked": "Remove the `~` in front of `mask` (or of `mask.any(...)`) in your condition.",

@@ -302,6 +302,9 @@ def _q2() -> FunctionExercise:
     cases = _q2_cases(_Q2_SETUPS, 62)
     # A weight of 1e-25 at alpha = 2: it is in the support (p > 0), so a cut-off of p > 1e-20 drops a key that counts.
     cases.append(Case((np.array([0.3, -1.0, 2.0]), np.array([0.6, 0.4, 1e-25]), 2.0)))
+    # At alpha = 2 every key of the support counts alike however small its p: any fixed cut-off fails somewhere,
+    # and 1e-300 catches every cut-off a learner writes (p > tiny, the smallest normal float, is right).
+    cases.append(Case((np.array([0.3, -1.0, 2.0]), np.array([0.6, 0.4, 1e-300]), 2.0)))
     return FunctionExercise(
         "06b",
         "q2",

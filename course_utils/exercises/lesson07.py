@@ -23,6 +23,7 @@ from .core import (
     _conversions_keep,
     _learner_line,
     _makers_watched,
+    first_float_error,
     float32_rounding,
     peak_memory,
     starter,
@@ -139,6 +140,8 @@ def _q1() -> FunctionExercise:
             Case((0.0, 1.0, 2.0, 1.0)),
             Case((5.0, 1.25, -3.0, 2.5)),
             Case((800.0, 1.0, 1000.0, 1.0)),  # the second block far above the first
+            # ... and more than 709 above: an exponent m2 - m1 > 0 on the way (rescaling through m1) overflows
+            Case((0.0, 1.0, 1000.0, 1.0)),
             Case((1000.0, 2.0, -500.0, 3.0)),  # the second block far below the first
             Case((-inf, 0.0, 3.0, 1.0)),  # the first block empty
             Case((-inf, 0.0, -inf, 0.0)),  # both empty: (-inf, 0), never nan
@@ -762,8 +765,18 @@ def _q2_nonfinite_hint(run: Run) -> str:
             "There m_new is -inf, and exp(m - m_new) = exp(-inf - (-inf)) = nan: shift by 0 where m_new is "
             "-inf, so that the state stays (-inf, 0, 0)."
         )
+    error = first_float_error(run.function, case)
+    if error is not None and "overflow" not in error:
+        # Nothing overflowed: a row's terms all underflowed to 0, so its ell is 0 and acc / ell is 0/0 (or x/0).
+        return (
+            f"NumPy reports {error}, and nothing overflowed before it: every e^(s - m) of some row underflowed to "
+            "0, so its ell is 0 and acc / ell divides by 0. That happens where m stays above all of the row's "
+            "scores, as a running maximum started at 0 (or any finite number) does when every score is near -800. "
+            "The maximum must come from the scores themselves."
+        )
     return (
-        "Every exponent must be <= 0: exp(s - m_new) for the tile's terms and exp(m - m_new) for the old "
+        (f"NumPy reports {error}. " if error else "")
+        + "Every exponent must be <= 0: exp(s - m_new) for the tile's terms and exp(m - m_new) for the old "
         "state. An exponent relative to anything else overflows once the scores jump by about 710."
     )
 

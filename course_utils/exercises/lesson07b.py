@@ -142,8 +142,8 @@ def _q1_exact_zeros(run: Run) -> str | None:
     if lost.any():
         weight = ref[lost].max()
         if weight < 1e-3:
-            return (f"has weight 0 where the exact weight is {weight:.3g} = e^{np.log(weight):.0f} (you flushed small "
-                    "weights to 0): a small weight is not 0; take np.exp of every exponent as it is, and let it "
+            return (f"has weight 0 where the exact weight is {weight:.3g} = e^{np.log(weight):.0f} (a flush of small "
+                    "weights to 0, or a formula that loses small values, such as `expm1(z) + 1`): a small weight is not 0; take np.exp of every exponent as it is, and let it "
                     "underflow on its own below about -745")
         error = first_float_error(run.function, run.case)
         seen = f": NumPy reports {error}, and what it made there became 0 further on" if error else ""
@@ -228,6 +228,8 @@ def _q1_cases() -> list[Case]:
         # Weights e^-35, e^-200 and e^-700 (1e-304): below any tolerance, yet not 0, next to e^-800, which underflows
         # to exactly 0 (a floor of the exponent near -700 does not), and a masked score.
         Case((far[:, 1:], _row_lse(far))),
+        # A row of scores far below 0 with a masked key: a finite number for -inf (-1e4, -1e9) lies above them.
+        Case((np.array([[-2e10, -np.inf]]), np.array([-2e10]))),
     ]
 
 
@@ -387,7 +389,7 @@ def _q2_cases() -> list[Case]:
     for spread, scale, tiles in ((1.0, 0.5, [(0, 3, 0, 4), (2, 6, 4, 10), (1, 2, 7, 8)]), (2.0, 1.0, [(0, 3, 3, 6)])):
         q, k, v = gen.normal(scale=spread, size=(6, 4)), gen.normal(scale=spread, size=(10, 4)), gen.normal(size=(10, 3))
         out, lse = tiled_attention(q, k, v, scale=scale)
-        d_out = gen.normal(size=out.shape)
+        d_out = gen.normal(size=out.shape) * (1.0 if spread == 1.0 else 50.0)  # |dS| up to 11.6: a clip shows
         for i0, i1, j0, j1 in tiles:
             p = np.exp(q[i0:i1] @ k[j0:j1].T * scale - lse[i0:i1, None])  # the tile's weights, as in exercise 1
             d_p = d_out[i0:i1] @ v[j0:j1].T

@@ -24,7 +24,10 @@ from .core import Case, FunctionExercise, ValueExercise, starter
 MIB = 2**20
 #: Two readings of one sum: the output stored in float32, or the bfloat16 output counted as returned and again as
 #: kept for the backward pass (which reuses the same tensor).
-_FOUR_BYTES_OUT = "4 bytes per output number (the output in float32, or the bfloat16 output counted twice)"
+#: 6 more bytes per output number: Q, K and V in bfloat16, or any other tensors of Q's size adding up to 6 bytes.
+_QKV = "counting Q, K and V as well (or other tensors of Q's size, 6 bytes per number in all)"
+_FOUR_BYTES_OUT = ("4 bytes per output number (the output in float32, the bfloat16 output counted twice, or one more "
+                   "bfloat16 tensor of the output's size, such as a copy of Q)")
 
 
 def _q1_reference(B: int, H: int, L: int, D: int) -> float:
@@ -91,7 +94,7 @@ def _q1() -> FunctionExercise:
         variants={
             "storing the logsumexp in bfloat16": variant(lambda D: 2 * D + 2),
             _FOUR_BYTES_OUT: variant(lambda D: 4 * D + 4),
-            "counting Q, K and V as well": variant(lambda D: 8 * D + 4),
+            _QKV: variant(lambda D: 8 * D + 4),
             "forgetting the heads": lambda B, H, L, D: B * L * (2 * D + 4) / MIB,
             "dividing by 10**6 (MB) instead of 2**20 (MiB)": lambda B, H, L, D: B * H * L * (2 * D + 4) / 1e6,
             "one logsumexp per head instead of one per query": lambda B, H, L, D: (B * H * L * 2 * D + B * H * 4) / MIB,
@@ -102,9 +105,13 @@ def _q1() -> FunctionExercise:
             "storing the logsumexp in bfloat16": "The logsumexp is kept in float32: 4 bytes per query.",
             _FOUR_BYTES_OUT: (
                 "The output is one tensor in the inputs' dtype, bfloat16: 2 bytes per number, counted once. The "
-                "backward pass keeps that same tensor; it is not a second copy."
+                "backward pass keeps that same tensor; it is not a second copy. And FlashAttention's kernel makes no "
+                "other tensor of that size: no scaled copy of Q, no dO buffer."
             ),
-            "counting Q, K and V as well": "Q, K and V exist before the call: extra memory counts what the call allocates.",
+            _QKV: (
+                "Q, K and V exist before the call: extra memory counts what the call allocates, and the forward "
+                "pass allocates only the output and the logsumexp."
+            ),
             "dividing by 10**6 (MB) instead of 2**20 (MiB)": "A MiB is 2**20 bytes.",
         },
         nonfinite_hint="Memory is a finite count of bytes: return a number, in MiB.",
@@ -112,8 +119,14 @@ def _q1() -> FunctionExercise:
             "counting the output only": "Add `lse = B * H * L * 4` bytes (one float32 per query and head) to your output's bytes.",
             "counting an L x L matrix of scores too": "Remove the `B * H * L * L * 2` bytes of scores from your total.",
             "storing the logsumexp in bfloat16": "Count the logsumexp at `4` bytes per number: `B * H * L * 4`.",
-            _FOUR_BYTES_OUT: "Count the output once, at `2` bytes per number: `B * H * L * D * 2`.",
-            "counting Q, K and V as well": "Remove the three `B * H * L * D * 2` inputs: count the output and the logsumexp only.",
+            _FOUR_BYTES_OUT: (
+                "Count `B * H * L * D * 2` bytes once, for the output alone, plus the logsumexp's `B * H * L * 4`: "
+                "remove any other term of size `B * H * L * D`, and any 4 bytes per output number."
+            ),
+            _QKV: (
+                "Count the output and the logsumexp only: remove every other term of size `B * H * L * D` (the "
+                "inputs, or a buffer such as dO or dQ)."
+            ),
             "forgetting the heads": "Multiply every tensor's size by `H`: the output is (B, H, L, D), the logsumexp (B, H, L).",
             "dividing by 10**6 (MB) instead of 2**20 (MiB)": "Change the divisor `10**6` (or `1e6`) to `2**20`.",
             "one logsumexp per head instead of one per query": "Count the logsumexp as `B * H * L * 4` bytes, not `B * H * 4`.",

@@ -137,14 +137,15 @@ def _exact_zeros(run: Run) -> str | None:
     if stray.any():
         return (
             f"gives {describe(run.output[stray].max())} where the answer is exactly 0 (a masked key, or a score so far "
-            "below the maximum that exp underflows): exp(-inf) is exactly 0, so do not floor or clip the exponents"
+            "below the maximum that exp underflows): exp(-inf) is exactly 0, so keep -inf as it is (no finite number "
+            "in its place) and do not floor or clip the exponents"
         )
     lost = (run.expected != 0) & (run.output == 0)
     if lost.any() and run.expected[lost].max() < 1e-3:  # a weight of 1e-3 or more is no flush: _weights_not_lost
         kept = run.expected[lost].max()
         return (
-            f"gives 0 where the answer is {kept:.3g} = e^{np.log(kept):.1f} (you flushed small weights to 0): a small "
-            "weight is not 0. Only a masked key (-inf) gets exactly 0; take np.exp of every exponent as it is, and "
+            f"gives 0 where the answer is {kept:.3g} = e^{np.log(kept):.1f} (a flush of small weights to 0, or a step "
+            "that lost them, such as a clip of the sink): a small weight is not 0. Only a masked key (-inf) gets exactly 0; take np.exp of every exponent as it is, and "
             "let it underflow on its own, below about -745"
         )
     return None
@@ -171,7 +172,8 @@ _weights_not_lost.next_step = (  # type: ignore[attr-defined]
 # Checked also for a nearly right answer (core: `precise`): exact zeros where the answer is 0, which no rounding explains.
 _exact_zeros.precise = True  # type: ignore[attr-defined]
 _exact_zeros.next_step = (  # type: ignore[attr-defined]
-    "Delete any `np.where(w < eps, 0.0, w)` around your weights and any `np.maximum(x - m, floor)` around the "
+    "Delete any finite number put in place of -inf (`np.where(np.isneginf(x), -1e4, x)`), any clip of the scores "
+    "or the sink, any `np.where(w < eps, 0.0, w)` around your weights and any `np.maximum(x - m, floor)` around the "
     "exponents: return `e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))` with `e = np.exp(x - m)` as it is."
 )
 
@@ -186,8 +188,9 @@ def _q1_clipped(clip):
 #: Beyond lesson 02's row shifts: the largest |score|, which keeps every exponent <= 0 but
 #: underflows a row far below 0 (and a masked row) to 0/0.
 _LARGEST_ABS = "shifting by the largest |score| of the row, max(|x|, |s|)"
-#: Lesson 02's clip limits, and a limit above the scores of the lesson's text (up to 1000) but below 20000.
-_CLIPS = CLIP_LIMITS + (2000.0,)
+#: Lesson 02's clip limits, and limits above the scores of the lesson's text (up to 1000) but below 20000: the
+#: case of scores near -20000 with a masked key tells 2000 from 1e4 (a clip turns -inf into -limit).
+_CLIPS = CLIP_LIMITS + (2000.0, 1e4)
 
 
 
@@ -283,6 +286,9 @@ def _q1() -> FunctionExercise:
             # Scores beyond any limit a learner may clip them to (2000 or 1e4, say), as the clip advice's
             # [20000, 19995]: the top two stay 5 apart.
             Case((np.array([20000.0, 19995.0]), 19990.0)),
+            # A masked key in a row far below 0, and a fully masked row: a finite fill above -2e10 for -inf (-1e4,
+            # -1e9) lies above this row's score, where -inf gives weight exactly 0; so does a clip of the scores.
+            Case((np.array([[-2e10, -np.inf], [-np.inf, -np.inf]]), -2e10 + 10.0)),
         ],
         properties=[non_negative, _exact_zeros, _weights_not_lost, _below_one, _shift_with_the_sink,
                     float32_rounding(_FLOAT32_ADVICE)],

@@ -1,0 +1,337 @@
+"""The fifth expert rerun of the checkers (issue 33): each wrong name and wrong acceptance it found, and the one
+wrong rejection, stays fixed. Every test here failed before its fix.
+
+The answers are the reviewers' own (the fourth rerun's reports, the fifth's /tmp/r5 reports), shortened.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from course_utils import exercises
+from test_exercises import _unwrapped  # the printed text, before it was wrapped
+
+L = {lesson: exercises.load(lesson) for lesson in ("01", "02", "03", "04", "05", "05b", "05c", "06", "06b", "07",
+                                                   "07b", "07c", "09")}
+
+
+def _verdict(lesson: str, question: str, answer):
+    verdict = getattr(L[lesson], question).evaluate(answer)
+    assert not verdict.passed, f"{lesson} {question} accepted a wrong answer"
+    return _unwrapped(verdict.message), _unwrapped(verdict.next_step or "")
+
+
+# --- lesson 05 q2: masked softmax ------------------------------------------------------------------------------
+
+
+def _masked_softmax(scores, mask, *, axis=-1):
+    mask = np.broadcast_to(mask, scores.shape)
+    s = np.where(mask, scores, -np.inf)
+    m = s.max(axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(s - m)
+    t = e.sum(axis, keepdims=True)
+    return np.where(t > 0, e / np.where(t > 0, t, 1), 0.0)
+
+
+def test_05_q2_exponentiating_the_blocked_scores_is_named_as_an_overflow_not_a_blocked_maximum():
+    def answer(scores, mask):
+        mask = np.broadcast_to(mask, scores.shape)
+        m = np.where(mask, scores, -np.inf).max(-1, keepdims=True)  # the allowed maximum: right
+        m = np.where(np.isfinite(m), m, 0.0)
+        e = np.exp(scores - m) * mask  # exp(800 - 1) = inf, and inf * 0 = nan
+        t = e.sum(-1, keepdims=True)
+        return np.where(t > 0, e / np.where(t > 0, t, 1), 0.0)
+
+    message, step = _verdict("05", "q2", answer)
+    assert "overflow encountered in exp" in message and "blocked scores" not in message
+    assert "exponentiate `s - m`, not `scores - m`" in step
+
+
+@pytest.mark.parametrize("guard", [lambda m: m.all(-1, keepdims=True), lambda m: ~m.any(-1, keepdims=True)],
+                         ids=["all", "inverted"])
+def test_05_q2_a_guard_that_zeroes_rows_with_keys_is_named_as_the_guard_not_underflow(guard):
+    def answer(scores, mask):
+        return np.where(guard(np.broadcast_to(mask, scores.shape)), _masked_softmax(scores, mask), 0.0)
+
+    message, step = _verdict("05", "q2", answer)
+    assert "zeroed a row that has one" in message and "underflow" not in message.replace("can underflow", "")
+    assert "`any`, not `all`" in step
+
+
+def test_05_q2_a_softmax_down_the_queries_is_named_as_the_axis():
+    message, step = _verdict("05", "q2", lambda scores, mask: _masked_softmax(scores, mask, axis=0))
+    assert "runs down axis 0" in message
+    assert "axis=-1" in step and "overflow" not in step
+
+
+# --- lesson 05b: a float mask of 0 and -1 -------------------------------------------------------------------------
+
+
+def test_05b_q3_a_mask_of_0_and_minus_1_is_named_without_calling_it_tril_of_ones():
+    def answer(q, k, v):
+        n = q.shape[-2]
+        mask = torch.tril(torch.ones(n, n, dtype=q.dtype)) - 1  # 0 allowed, -1 blocked
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    message, step = _verdict("05b", "q3", answer)
+    assert "or 0 and -1" in message
+    assert "torch.tril(torch.ones(L, L))" not in step and "is_causal=True" in step
+
+
+def test_05b_q1_a_padding_mask_of_0_and_minus_1_is_named_and_its_step_quotes_no_line_it_lacks():
+    def answer(mha, x, lengths):
+        pads = torch.arange(x.shape[1])[None, :] >= torch.as_tensor(lengths)[:, None]
+        return mha(x, x, x, key_padding_mask=pads.to(x.dtype) * -1.0)[0]
+
+    message, step = _verdict("05b", "q1", answer)
+    assert "0 and -1" in message
+    assert "Drop the `.to(x.dtype)`" not in step and "no arithmetic on it" in step
+
+
+# --- lesson 05c q2: the guard -------------------------------------------------------------------------------------
+
+
+def test_05c_q2_a_guard_that_also_tests_isfinite_is_named_as_that():
+    def answer(out, mask):
+        ok = mask.any(-1, keepdims=True) & np.isfinite(out).all(-1, keepdims=True)
+        return np.where(ok, out, 0.0)
+
+    message, step = _verdict("05c", "q2", answer)
+    assert "`np.isfinite(out)` in the condition" in message and "nan_to_num" not in message
+    assert "Take `np.isfinite(out)` out of your condition" in step
+
+
+def test_05c_q2_nan_to_num_inside_np_where_is_not_told_it_multiplied():
+    message, step = _verdict("05c", "q2", lambda out, mask: np.where(mask.any(-1, keepdims=True),
+                                                                     np.nan_to_num(out), 0.0))
+    assert "replacing NaN by 0 (`nan_to_num`)" in message
+    assert "multiply" not in step and "Delete the `np.nan_to_num(...)`" in step
+
+
+# --- lesson 07 q2: a running maximum started at 0 -----------------------------------------------------------------
+
+
+def test_07_q2_a_running_maximum_started_at_0_is_named_as_0_over_0_not_overflow():
+    def answer(q, k, v, block_q, block_k):
+        n_q, n_k = q.shape[0], k.shape[0]
+        out = np.zeros((n_q, v.shape[1]))
+        scale = 1 / math.sqrt(q.shape[1])
+        for i0 in range(0, n_q, block_q):
+            i1 = min(i0 + block_q, n_q)
+            m, ell, acc = np.zeros(i1 - i0), np.zeros(i1 - i0), np.zeros((i1 - i0, v.shape[1]))  # m: not -inf
+            for j0 in range(0, n_k, block_k):
+                j1 = min(j0 + block_k, n_k)
+                s = q[i0:i1] @ k[j0:j1].T * scale
+                m_new = np.maximum(m, s.max(axis=1))
+                alpha, p = np.exp(m - m_new), np.exp(s - m_new[:, None])
+                ell, acc, m = alpha * ell + p.sum(axis=1), alpha[:, None] * acc + p @ v[j0:j1], m_new
+            out[i0:i1] = acc / ell[:, None]
+        return out
+
+    message, _ = _verdict("07", "q2", answer)
+    assert "nothing overflowed before it" in message and "started at 0" in message
+    assert "overflows once the scores jump" not in message
+
+
+# --- lesson 06 q1: Michelot's algorithm, flushes ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rounds", [6, 10, 13])
+def test_06_q1_michelot_cut_after_6_to_13_rounds_is_named(rounds):
+    from course_utils.exercises.lesson06 import _q1_michelot_steps as michelot
+
+    message, step = _verdict("06", "q1", michelot(rounds))
+    assert f"refining the support {rounds} times" in message and f"stops after {rounds} rounds" in step
+
+
+def _sparsemax(x):
+    x = np.asarray(x, float)
+    z = np.sort(x)[::-1]
+    cs, k = np.cumsum(z), np.arange(1, x.size + 1)
+    s = (1 + k * z > cs).sum()
+    return np.maximum(x - (cs[s - 1] - 1) / s, 0)
+
+
+@pytest.mark.parametrize("renormalized", [False, True])
+def test_06_q1_small_weights_flushed_to_0_are_rejected_and_not_called_rounding(renormalized):
+    def answer(x):
+        p = _sparsemax(x)
+        p[p < 1e-3] = 0
+        return p / p.sum() if renormalized else p
+
+    message, _ = _verdict("06", "q1", answer)
+    assert "rounded" not in message
+    assert L["06"].q1.evaluate(_sparsemax).passed
+
+
+def test_06b_q2_a_support_cut_off_at_1e_30_is_rejected():
+    def answer(g, p, alpha):
+        s = np.where(p > 1e-30, p ** (2 - alpha), 0.0)
+        return s * g - (s @ g) / s.sum() * s
+
+    _verdict("06b", "q2", answer)
+
+
+# --- lesson 04 q3: float32 accepted, flushes rejected, shifts not misnamed ----------------------------------------
+
+
+def _ce_gradient(logits, targets, *, dtype=np.float64, shift=None, flush=0.0):
+    z = np.asarray(logits, dtype)
+    z = z - (z.max(-1, keepdims=True) if shift is None else shift(z, targets))
+    e = np.exp(z)
+    p = e / e.sum(-1, keepdims=True)
+    p[p < flush] = 0.0
+    return p - targets
+
+
+def test_04_q3_float32_passes_and_a_flush_below_1e_6_is_rejected():
+    assert L["04"].q3.evaluate(lambda x, t: _ce_gradient(x, t, dtype=np.float32)).passed
+    _verdict("04", "q3", lambda x, t: _ce_gradient(x, t, flush=1e-6))
+
+
+@pytest.mark.parametrize("shift", [lambda z, t: (z * t).sum(-1, keepdims=True),
+                                   lambda z, t: (z.max(-1, keepdims=True) + z.min(-1, keepdims=True)) / 2],
+                         ids=["target logit", "midrange"])
+def test_04_q3_a_shift_that_is_no_named_shift_is_not_named(shift):
+    message, _ = _verdict("04", "q3", lambda x, t: _ce_gradient(x, t, shift=shift))
+    assert "This is exactly what" not in message
+
+
+# --- lessons 01, 02, 03: labels that named what the answer did not write ------------------------------------------
+
+
+def test_01_q1_max_plus_88_is_not_named_minus_80():
+    def answer(x):
+        e = np.exp(x - x.max(axis=-1, keepdims=True) + 88)
+        return e / e.sum(-1, keepdims=True)
+
+    message, step = _verdict("01", "q1", answer)
+    assert "minus a constant" in message and "80 gives" not in message and "`- 80`" not in step
+
+
+@pytest.mark.parametrize("floor", [lambda r: np.maximum(r, -700), lambda r: np.clip(r, -100, 0)],
+                         ids=["maximum", "clip"])
+def test_02_q2_a_floor_on_the_result_is_named_as_a_floor(floor):
+    def answer(x):
+        s = x - x.max(axis=-1, keepdims=True)
+        return floor(s - np.log(np.exp(s).sum(axis=-1, keepdims=True)))
+
+    message, step = _verdict("02", "q2", answer)
+    assert "the result stops at" in message and "is the log of the probabilities" not in message
+    assert "`np.maximum` or `np.clip`" in step
+
+
+def test_03_q3_q_and_k_each_divided_by_the_root_is_named_as_that_too():
+    message, step = _verdict("03", "q3", lambda Q, K: (Q / np.sqrt(Q.shape[-1])) @ (K / np.sqrt(Q.shape[-1])).T)
+    assert "dividing both Q and K by √d_k" in message and "not Q and K each" in step
+
+
+# --- lessons 07b, 07c, 09 -----------------------------------------------------------------------------------------
+
+
+def test_09_q1_a_finite_fill_for_masked_keys_is_rejected():
+    def answer(x, sink):
+        x = np.where(np.isneginf(x), -1e4, x)
+        m = np.maximum(x.max(axis=-1, keepdims=True), sink)
+        e = np.exp(x - m)
+        return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
+
+    _verdict("09", "q1", answer)
+
+
+def test_07b_q2_a_clip_of_the_score_gradient_is_rejected():
+    _verdict("07b", "q2", lambda p, d_p, out, d_out: np.clip(p * (d_p - (d_out * out).sum(-1)[:, None]), -1, 1))
+
+
+def test_07b_q1_expm1_plus_1_is_not_told_it_flushed():
+    message, _ = _verdict("07b", "q1", lambda s, lse: np.expm1(s - np.where(np.isneginf(lse), np.inf, lse)[..., None])
+                          + 1.0)
+    assert "or a formula that loses small values" in message
+
+
+def test_07c_q1_one_more_tensor_of_the_outputs_size_is_among_the_readings_named():
+    message, step = _verdict("07c", "q1", lambda B, H, L_, D: (B * H * L_ * D * 2 * 2 + B * H * L_ * 4) / 2**20)
+    assert "a copy of Q" in message and "remove any other term" in step
+
+
+# --- the regression sweep and the rerun of 05, 05b, 05c and 07 on the fixed checkers -------------------------------
+
+
+def _sink_answer(*, fill=None, clip=None):
+    def answer(x, sink):
+        if fill is not None:
+            x = np.where(np.isneginf(x), fill, x)
+        if clip is not None:
+            x = np.clip(x, -clip, clip)
+        m = np.maximum(x.max(axis=-1, keepdims=True), sink)
+        e = np.exp(x - m)
+        return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
+
+    return answer
+
+
+@pytest.mark.parametrize("clip", [3000.0, 5000.0, 1e4])
+def test_09_q1_a_clip_at_a_limit_of_its_own_keeps_the_clips_name(clip):
+    message, step = _verdict("09", "q1", _sink_answer(clip=clip))
+    assert "clipping the scores at a fixed limit" in message and "np.clip" in step
+
+
+@pytest.mark.parametrize("fill", [-1e4, -3e4, -1e6, -1e9])
+def test_09_q1_every_finite_fill_a_learner_writes_is_rejected_and_told_to_keep_minus_inf(fill):
+    message, step = _verdict("09", "q1", _sink_answer(fill=fill))
+    assert "keep -inf as it is" in message or "finite number" in step
+
+
+def test_07b_q1_a_finite_fill_for_masked_scores_is_rejected():
+    _verdict("07b", "q1", lambda s, lse: np.exp(np.where(np.isneginf(s), -1e4, s)
+                                                - np.where(np.isneginf(lse), np.inf, lse)[..., None]))
+
+
+@pytest.mark.parametrize("limit", [3.0, 5.0])
+def test_07b_q2_a_clip_of_the_score_gradient_at_a_few_units_is_rejected(limit):
+    _verdict("07b", "q2", lambda p, d_p, out, d_out: np.clip(p * (d_p - (d_out * out).sum(-1)[:, None]), -limit, limit))
+
+
+def test_07c_q1_a_do_buffer_and_a_float32_dq_are_not_called_q_k_and_v_alone():
+    message, step = _verdict("07c", "q1", lambda B, H, L_, D: (B * H * L_ * D * 2 + B * H * L_ * 4 + B * H * L_ * D * 2
+                                                               + B * H * L_ * D * 4) / 2**20)
+    assert "or other tensors of Q's size" in message and "a buffer such as dO or dQ" in step
+
+
+def test_07_q1_rescaling_through_the_first_maximum_is_rejected():
+    def merge(m1, ell1, m2, ell2):
+        m = max(m1, m2)
+        if m == -np.inf:
+            return m, 0.0
+        if m1 == -np.inf:
+            return m2, ell2
+        return m, (ell1 + ell2 * np.exp(m2 - m1)) * np.exp(m1 - m)  # exp(m2 - m1) overflows 710 apart
+
+    _verdict("07", "q1", merge)
+
+
+def test_05b_q2_an_input_transposed_in_place_is_named_as_changed_in_place():
+    def answer(q, k, v):
+        n = q.shape[-2]
+        k.transpose_(-2, -1)
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(n, dtype=q.dtype)
+        return torch.softmax(q @ k / math.sqrt(q.shape[-1]) + mask, dim=-1) @ v
+
+    message, _ = _verdict("05b", "q2", answer)
+    assert "in place" in message and "could not use your answer" not in message
+
+
+def test_05_q2_rows_that_sum_below_1_get_a_step_that_fits_an_epsilon_in_the_sum():
+    def answer(scores, mask):
+        mask = np.broadcast_to(mask, scores.shape)
+        e = np.exp(np.where(mask, scores, -np.inf) - np.where(mask, scores, -np.inf).max(-1, keepdims=True))
+        return e / (e.sum(-1, keepdims=True) + 1e-3)
+
+    _, step = _verdict("05", "q2", answer)
+    assert "anything added to, or multiplied into, the row sum" in step
