@@ -48,13 +48,16 @@ LESSON_FILE = re.compile(r"^(\d\d[a-z]?)_.*\.ipynb$")
 #: November 2026 by readers who did each exercise, a first wrong attempt included: the README's "Minutes are
 #: computed" compares them. Prose is read at 80 words a minute, with the discussion at the end; a display equation
 #: asks a minute more, and each inline formula ($...$) three seconds; code is read and run at 12 lines a minute (not
-#: blank, not a comment: a long cell takes longer than a short one, as the readers found); a figure, slider picture
-#: or table, a minute; an exercise, by its kind, as the readers timed them with a first wrong attempt.
+#: blank, not a comment: a long cell takes longer than a short one, as the readers found), except the lines readers
+#: skim, at 24 a minute: the code of a cell that draws a figure (mostly axes, labels and its text alternative) and
+#: the calls that check a result and print a verdict (`check_claim`, `cross_check`, `conclude`); a figure, slider
+#: picture or table, a minute; an exercise, by its kind, as the readers timed them with a first wrong attempt.
 RATES: dict[str, float] = {
     "words": 1 / 80,
     "equations": 1.0,
     "inline maths": 0.05,
     "code lines": 1 / 12,
+    "skimmed code lines": 1 / 24,
     "figures and tables": 1.0,
     "predict a value": 3.0,
     "write a line": 6.0,
@@ -65,6 +68,8 @@ RATES: dict[str, float] = {
 MAX_MINUTES = 75
 #: The tag of a cell a learner may skip on a first pass (an optional section): counted apart, as optional minutes.
 OPTIONAL = "optional"
+#: A line that checks a result and prints its verdict: read at a glance, as its ✓ says what it found.
+_CHECK_LINE = re.compile(r"^\s*(?:cu\.)?(?:check_claim|cross_check|conclude)\(")
 
 
 def exercise_kind(exercise: Any) -> str:
@@ -102,8 +107,9 @@ def lesson_counts(notebook: Mapping[str, Any], *, optional: bool = False,
 
     Words count every Markdown cell but the generated header (display equations left out); equations, the
     ``$$ ... $$`` blocks; inline maths, the ``$...$`` in the prose; code lines, the lines of code cells that are
-    neither blank nor a comment; figures and tables, every picture in the outputs, every HTML table in them and every
-    Markdown table; exercises, those of the lesson's exercise module by :func:`exercise_kind` (or
+    neither blank nor a comment, but for the skimmed code lines: every line of a cell with a picture in its outputs,
+    and the lines that call ``check_claim``, ``cross_check`` or ``conclude``; figures and tables, every picture in
+    the outputs, every HTML table in them and every Markdown table; exercises, those of the lesson's exercise module by :func:`exercise_kind` (or
     `exercise_kinds`), all in the required part.
 
     Examples
@@ -114,6 +120,8 @@ def lesson_counts(notebook: Mapping[str, Any], *, optional: bool = False,
     >>> counts = lesson_counts(nb, exercise_kinds={"write a line": 1})
     >>> counts["words"], counts["equations"], counts["inline maths"], counts["code lines"]
     (4, 1, 1, 1)
+    >>> lesson_counts({"cells": [cell("code", "x = 1\\ncross_check(x, 1)")]}, exercise_kinds={})["skimmed code lines"]
+    1
     """
     counts = dict.fromkeys(RATES, 0)
     for index, cell in enumerate(notebook["cells"]):
@@ -127,9 +135,13 @@ def lesson_counts(notebook: Mapping[str, Any], *, optional: bool = False,
             counts["words"] += len(prose.split())
             counts["figures and tables"] += len(re.findall(r"^\|[ :|-]*-[ :|-]*\|\s*$", source, re.M))
         elif cell["cell_type"] == "code" and source.strip():
-            counts["code lines"] += sum(1 for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#"))
-            for output in cell.get("outputs", []):
-                data = output.get("data", {})
+            lines = [line for line in source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+            outputs = [output.get("data", {}) for output in cell.get("outputs", [])]
+            figure = any("image/png" in data for data in outputs)
+            skimmed = len(lines) if figure else sum(1 for line in lines if _CHECK_LINE.match(line))
+            counts["skimmed code lines"] += skimmed
+            counts["code lines"] += len(lines) - skimmed
+            for data in outputs:
                 counts["figures and tables"] += ("image/png" in data) + ("<table" in "".join(data.get("text/html", "")))
     if not optional:
         if exercise_kinds is None:
