@@ -335,3 +335,13 @@ def test_05_q2_rows_that_sum_below_1_get_a_step_that_fits_an_epsilon_in_the_sum(
 
     _, step = _verdict("05", "q2", answer)
     assert "anything added to, or multiplied into, the row sum" in step
+
+
+def test_05b_q2_a_softmax_over_the_queries_gets_a_step_that_names_the_axis():
+    def answer(q, k, v):
+        n = q.shape[-2]
+        mask = torch.nn.Transformer.generate_square_subsequent_mask(n, dtype=q.dtype)
+        return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]) + mask, dim=-2) @ v
+
+    _, step = _verdict("05b", "q2", answer)
+    assert "`dim=-2`" in step

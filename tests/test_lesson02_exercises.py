@@ -60,7 +60,7 @@ def test_the_shown_log_softmax_keeps_the_tail_with_log1p():
 
 def test_where_the_maximum_is_already_subtracted_the_hint_does_not_say_subtract_it():
     ex = exercises.load("02").q2
-    message = ex.evaluate(ex.wrong_answers["the log of softmax, which underflows"]).message
+    message = ex.evaluate(ex.wrong_answers["taking the log of softmax (which underflows)"]).message
     assert "log(0) = -inf" in message and "subtract each row's own maximum first" not in message
 
 

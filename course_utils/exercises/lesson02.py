@@ -212,10 +212,9 @@ it differs from this only by the lost tail, below 1e-16.
 """
 
 _Q2_NONFINITE = (
-    "A log-probability of a finite score is finite. If you took np.log of softmax(x), a probability "
-    "that underflowed to 0 gave log(0) = -inf: never form the probabilities, compute "
-    "(x - m) - log(sum(exp(x - m))) with m each row's own maximum. If you shifted by something else, "
-    "exp() overflowed, or every exponential underflowed to 0 and log(0) gave -inf."
+    "A log-probability of a finite score is finite: look for a log(0), of a probability or a sum that underflowed "
+    "to 0, or for an exp() that overflowed. (x - m) - log(sum(exp(x - m))), with m each row's own maximum, has "
+    "neither."
 )
 
 
@@ -245,7 +244,7 @@ def _q2() -> FunctionExercise:
         properties=[_log_of_probabilities, _not_positive, _exp_sums_to_one],
         nonfinite_hint=_Q2_NONFINITE,
         wrong_answers={
-            "the log of softmax, which underflows": _q2_log_of_softmax,
+            "taking the log of softmax (which underflows)": _q2_log_of_softmax,
             "the logsumexp without the shift (which overflows)": _q2_unshifted,
             "the shift without the logsumexp": _q2_shift_only,
             "one max for the whole batch": _q2_global_max,
@@ -254,14 +253,14 @@ def _q2() -> FunctionExercise:
         probes=[Case((x,)) for x in _ROW_PROBES] + [Case((np.array([0.0, -800.0, -1600.0]),))],
         advice={
             **shift_and_clip_advice(),
-            "the log of softmax, which underflows": (
+            "taking the log of softmax (which underflows)": (
                 "You took the log of the probabilities. e^-1000 underflows to 0 and log(0) = -inf, although "
                 "the exact log-probability is -1000: try [0, -1000]."
             ),
         },
         next_steps={
             **shift_and_clip_next_steps(),
-            "the log of softmax, which underflows": (
+            "taking the log of softmax (which underflows)": (
                 "Replace `np.log(softmax(x))` by `shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))` "
                 "with `shifted = x - x.max(axis=-1, keepdims=True)`: the log is then of a sum that is at least 1."
             ),
@@ -410,7 +409,8 @@ def _q3() -> ValueExercise:
             ),
         },
         hints=[
-            "float16 has 10 mantissa bits, so 11 significant bits: it holds every integer up to 2^11 exactly.",
+            "Print `np.spacing(np.float16(s))` for s = 256, 512, 1024, 2048 and 4096: it is the gap to the next "
+            "float16 number. While it is 1, adding 1 to s is exact; where is it first more than 1?",
             f"Above 2^11 = 2048, neighbouring float16 values are {spacing:g} apart. What is 2048 + 1, rounded to float16?",
             "2049 is halfway between 2048 and 2050; ties round to the value with an even last bit, 2048.",
         ],

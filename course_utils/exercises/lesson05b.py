@@ -465,7 +465,9 @@ _future_does_not_leak.next_step = (  # type: ignore[attr-defined]
     "Print your attention weights for the first query of that input: every weight on a later key must be exactly 0. "
     "Each blocked score must become -inf before the softmax (`scores.masked_fill(~allowed, float('-inf'))`; a finite "
     "fill such as -10 leaks), SDPA's bool `attn_mask` reads True as *may attend*, and a mask multiplied onto the "
-    "weights after the softmax leaves the future in the denominator."
+    "weights after the softmax leaves the future in the denominator. If those weights are 0, print `w.sum(dim=-1)`: "
+    "the softmax runs over the keys (`dim=-1`), so that each query's row sums to 1; over the queries (`dim=-2`) a "
+    "query's weights depend on the scores of the queries after it."
 )
 
 
