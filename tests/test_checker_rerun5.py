@@ -345,3 +345,98 @@ def test_05b_q2_a_softmax_over_the_queries_gets_a_step_that_names_the_axis():
 
     _, step = _verdict("05b", "q2", answer)
     assert "`dim=-2`" in step
+
+
+# --- the sixth rerun -----------------------------------------------------------------------------------------------
+
+
+def test_09_q1_a_logsumexp_form_passes_on_the_rows_far_below_0():
+    import scipy.special
+
+    def answer(x, sink):
+        lse = np.logaddexp(sink, scipy.special.logsumexp(x, axis=-1, keepdims=True))
+        return np.exp(x - lse)
+
+    assert L["09"].q1.evaluate(answer).passed
+
+
+def test_01_q1_a_shift_by_a_high_percentile_is_rejected():
+    def answer(x):
+        e = np.exp(x - np.percentile(x, 90, axis=-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    _verdict("01", "q1", answer)
+
+
+def test_02_q2_a_floor_at_minus_1e4_is_rejected():
+    def answer(x):
+        s = x - x.max(axis=-1, keepdims=True)
+        return np.maximum(s - np.log(np.exp(s).sum(axis=-1, keepdims=True)), -1e4)
+
+    _verdict("02", "q2", answer)
+
+
+@pytest.mark.parametrize("lesson,question,answer", [
+    ("07b", "q3", lambda outs, lses: _flushed_merge(outs, lses)),
+    ("06", "q1", lambda x: _flushed(_sparsemax(x), 1e-8)),
+], ids=["07b q3 shares below 1e-5", "06 q1 weights below 1e-8"])
+def test_flushes_of_small_weights_left_by_the_fifth_rerun_are_rejected(lesson, question, answer):
+    _verdict(lesson, question, answer)
+
+
+def _flushed(p, threshold):
+    p = np.array(p, dtype=float)
+    p[p < threshold] = 0.0
+    return p
+
+
+def _flushed_merge(outs, lses):
+    top = lses.max(axis=0)
+    shift = np.where(np.isneginf(top), 0.0, top)
+    w = _flushed(np.exp(lses - shift), 0.0)
+    share = w / np.where(w.sum(axis=0) > 0, w.sum(axis=0), 1.0)
+    return (_flushed(share, 1e-5)[..., None] * outs).sum(axis=0)
+
+
+def test_07_q2_a_flush_of_tile_weights_is_rejected():
+    from course_utils.exercises.lesson07 import _Q2_SOLUTION
+    import re
+
+    code = re.search(r"```python\n(.*?)```", _Q2_SOLUTION, re.S).group(1)
+    code = code.replace("p = np.exp(s - shift[:, None])", "p = np.exp(s - shift[:, None]); p[p < 1e-6] = 0.0")
+    assert "p[p < 1e-6]" in code
+    namespace = {"np": np}
+    exec(code, namespace)  # noqa: S102 - the lesson's own solution, with a flush put in
+    _verdict("07", "q2", namespace["tiled_attention_forward"] if "tiled_attention_forward" in namespace
+             else next(v for k, v in namespace.items() if callable(v) and k not in ("np",)))
+
+
+def test_07b_q1_a_finite_fill_gets_a_remedy_that_names_the_fill():
+    message, _ = _verdict("07b", "q1", lambda s, lse: np.exp(np.where(np.isneginf(s), -1e9, s)
+                                                              - np.where(np.isneginf(lse), np.inf, lse)[..., None]))
+    assert "finite fill for a masked -inf" in message
+
+
+def test_05b_q3_dropout_left_on_is_named_as_randomness():
+    message, step = _verdict("05b", "q3", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                                                                          dropout_p=0.1))
+    assert "different result each time" in message and "dropout_p" in step
+
+
+def test_05b_q1_a_float_fill_of_minus_10_on_the_pads_is_named():
+    def answer(mha, x, lengths):
+        pads = torch.arange(x.shape[1])[None, :] >= torch.as_tensor(lengths)[:, None]
+        return mha(x, x, x, key_padding_mask=pads.to(x.dtype) * -10.0)[0]
+
+    message, step = _verdict("05b", "q1", answer)
+    assert "a finite -10" in message and "float('-inf')" in step
+
+
+def test_05b_q2_a_scale_taken_from_the_values_is_rejected():
+    def answer(q, k, v):
+        n = q.shape[-2]
+        mask = torch.ones(n, n, dtype=torch.bool).tril()
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])).masked_fill(~mask, float("-inf"))
+        return torch.softmax(scores, dim=-1) @ v
+
+    _verdict("05b", "q2", answer)

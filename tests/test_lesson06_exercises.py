@@ -260,7 +260,7 @@ def _bisection(halvings):
 @pytest.mark.parametrize("halvings", [20, 23, 24, 25, 27, 28, 40])
 def test_q1_a_bisection_is_judged_by_its_error_and_never_called_float32(halvings):
     """Known item: 24 halvings land on float32 numbers on [2, 0, -1], where no input move shows float32. A weight of
-    1.23e-8 (rerun 5's flush case) asks for that weight within atol 1e-9 + rtol 1e-6 x 1.23e-8: on that row, 28
+    4.56e-9 (the flush case of reruns 5 and 6) asks for that weight within atol 1e-9 + rtol 1e-6 x 4.56e-9: on that row, 28
     halvings of the unit interval land within it, 27 do not."""
     verdict = EX.q1.evaluate(_bisection(halvings))
     assert "float32" not in verdict.message

@@ -161,6 +161,9 @@ def _q1() -> FunctionExercise:
             Case((np.array([[100.0, 0.0, -1.0], [1.0, 2.0, 3.0]], dtype=np.float32),)),  # float32's exp overflows at 88.7
             Case((np.array([5000.0, 4995.0, 0.0]),)),  # a clip at any limit below 5000 ties the top two
             Case((np.array([[1e6, 1e6 - 5.0, 0.0], [-1e6, 0.0, 5.0]]),)),  # and below a million
+            # One score of a million above nine equal ones: a shift by a high percentile or quantile (the 90th is
+            # 1e5 here) leaves e^(9e5), which overflows.
+            Case((np.array([0.0] * 9 + [1e6]),)),
             # 8192 equal float32 scores: a shift that leaves the largest term at e^80 sums past float32's range.
             Case((np.zeros((2, 8192), dtype=np.float32) + np.array([[0.0], [50.0]], dtype=np.float32),)),
             Case((np.array([0.0, -18.0, -19.0]),)),  # weights near 1e-8: flushing small weights to 0 shows

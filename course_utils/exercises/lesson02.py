@@ -228,6 +228,7 @@ def _q2() -> FunctionExercise:
         cases=[
             Case((np.array([1.0, 0.0, 1.0]),)),
             Case((np.array([0.0, -1000.0]),)),
+            Case((np.array([0.0, -20000.0]),)),  # a log-probability of -20000: a floor at -1e4 shows
             Case((np.array([1000.0, 999.0, 0.0]),)),
             Case((np.array([[2.0, 4.0, 4.0], [-800.0, 0.0, 3.0]]),)),
             Case((np.array([[1000.0, 999.0], [0.0, -1.0]]),)),

@@ -104,6 +104,25 @@ def _named_mistakes(mistakes: Mapping[str, Callable[..., object]],
     return check
 
 
+def _same_each_time(run: Run) -> str | None:
+    """Property: the answer gives the same result when it runs again on the same input (no dropout left on)."""
+    try:
+        with torch.no_grad(), np.errstate(all="ignore"):
+            again = _numpy(run.function(*copy.deepcopy(run.case.args)))
+    except Exception:  # noqa: BLE001 - the learner's error is reported elsewhere
+        return None
+    if np.shape(again) == run.output.shape and not _same(again, run.output):
+        return ("gives a different result each time it runs on the same input: dropout (`dropout_p`) or other "
+                "randomness is left on, and attention being checked, or evaluated, has none")
+    return None
+
+
+_same_each_time.next_step = (  # type: ignore[attr-defined]
+    "Remove `dropout_p=...` from the call (or set it to 0.0), and any other random step: dropout belongs to training, "
+    "and it makes each call's output random."
+)
+
+
 def _leaves_inputs_unchanged(run: Run) -> str | None:
     """Property: the answer does not change the caller's tensors in place (`Q /= ...`, `masked_fill_`)."""
     args = copy.deepcopy(run.case.args)
@@ -186,6 +205,10 @@ def _q1_float_pads(mha, x, lengths):
     return mha(x, x, x, key_padding_mask=(~_real(x, lengths)).to(x.dtype))[0]  # 1.0 is *added* to the pads
 
 
+def _q1_float_fill(mha, x, lengths):
+    return mha(x, x, x, key_padding_mask=(~_real(x, lengths)).to(x.dtype) * -10.0)[0]  # -10 is finite: pads leak
+
+
 def _q1_as_attn_mask(mha, x, lengths):
     # The (B, S) mask repeated as (B * heads, L, S) attn_mask, with SDPA's polarity (True = attend).
     mask = _real(x, lengths)[:, None, :].expand(-1, x.shape[1], -1).repeat_interleave(mha.num_heads, dim=0)
@@ -215,6 +238,9 @@ _Q1_MISTAKES = {
     "True on the pads, as key_padding_mask wants, but as a float mask of 1.0/0.0: nn.MultiheadAttention *adds* a "
     "float mask to the scores, so each pad gets +1 and stays visible": _q1_float_pads,
     "the mask on the query axis: it must hide pad *keys* from every query": _q1_query_axis,
+    "a float mask of -10 on the pads: its positions and sign are right, but nn.MultiheadAttention adds a float mask "
+    "to the scores, and a finite -10 leaves each pad e^-10 of the weight of a real key that scores the same, so the "
+    "pads still leak": _q1_float_fill,
     "the mask is right now, but the pads' own outputs were set to 0: nn.MultiheadAttention computes an output "
     "for every position, a pad query attending to the real keys, and the fix changes only the mask (the loss "
     "ignores the pad rows)": _q1_pad_outputs_zeroed,
@@ -284,6 +310,7 @@ def _q1() -> FunctionExercise:
             "the first pad left visible": _q1_off_by_one,
             "a float 1/0 mask": _q1_float_ones,
             "a float mask with 1.0 on the pads": _q1_float_pads,
+            "a float mask of -10 on the pads": _q1_float_fill,
             "the mask on the query axis": _q1_query_axis,
             "the pads' outputs set to 0": _q1_pad_outputs_zeroed,
         },
@@ -302,6 +329,11 @@ def _q1() -> FunctionExercise:
             "a float 1/0 mask": (
                 "Pass a bool tensor as `key_padding_mask`, True on the pads: `~real` itself, with no `.to(...)` or "
                 "`.float()` and no arithmetic on it."
+            ),
+            "a float mask of -10 on the pads": (
+                "Pass the bool tensor itself, True on the pads, as `key_padding_mask` (no `.to(...)` and no `* -10`): "
+                "a bool mask puts -inf on every pad; or, if you keep a float mask, fill the pads with "
+                "`float('-inf')`, not -10."
             ),
             "a float mask with 1.0 on the pads": (
                 "Keep your mask's polarity, True on the pads, but pass it as bool: remove the `.to(...)`, `.float()` "
@@ -509,7 +541,10 @@ def _q2() -> FunctionExercise:
         _TorchCase(_qkv(gen, (4, 3))),
         _TorchCase(_qkv(gen, (2, 5, 4))),
         _TorchCase(_qkv(gen, (2, 2, 6, 4), scale=2.0)),
-        _TorchCase(_dominant_future(gen)),  # a blocked (future) score dominates: renormalizing gives 0/0
+        # Values of another width than the queries and keys: a scale taken from v (1 / sqrt(v.shape[-1])) shows.
+        _TorchCase((*_qkv(np.random.default_rng(521), (2, 5, 4))[:2],
+                    _t(np.random.default_rng(522).normal(size=(2, 5, 7))))),
+        _TorchCase(_dominant_future(gen)),  # a blocked (future) score dominates: renormalizing gives 0/0 (kept last)
     ]
     return FunctionExercise(
         "05b",
@@ -518,7 +553,7 @@ def _q2() -> FunctionExercise:
         reference=_q2_reference,
         starter=starter,
         cases=cases,
-        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q2_MISTAKES, cases)],
+        early_properties=[_same_each_time, _leaves_inputs_unchanged, _named_mistakes(_Q2_MISTAKES, cases)],
         properties=[_future_does_not_leak],
         wrong_answers={
             "the bug itself (mask == 0 filled)": _q2_buggy,
@@ -707,7 +742,7 @@ def _q3() -> FunctionExercise:
         reference=_q3_reference,
         starter=starter,
         cases=cases,
-        early_properties=[_leaves_inputs_unchanged, _named_mistakes(_Q3_MISTAKES, cases)],
+        early_properties=[_same_each_time, _leaves_inputs_unchanged, _named_mistakes(_Q3_MISTAKES, cases)],
         properties=[_future_does_not_leak],
         wrong_answers={
             "the bug itself": _q3_buggy,

@@ -278,9 +278,9 @@ def _q1() -> FunctionExercise:
             Case((np.array([-2.05, 1.0, -21.0, 0.34, -0.93, -149.0, 0.79, -889.0, -0.13, -1114.0]),)),
             # Powers of 5 far below: Michelot needs 15 rounds here, so a loop cut after 6 or 10 rounds is off.
             Case((np.array([1.0, 0.9, -1.0, *(-(5.0**k) for k in range(1, 25))]),)),
-            # Its own sparsemax (it sums to 1, tau = 0): a weight of 1.23e-8 that a flush of small weights removes,
+            # Its own sparsemax (it sums to 1, tau = 0): a weight of 4.56e-9 that a flush of small weights removes,
             # beside weights with more decimals than a rounding would keep, so that the flush is not read as one.
-            Case((np.array([0.61234, 0.38766 - 1.23e-8, 1.23e-8]),)),
+            Case((np.array([0.61234, 0.38766 - 4.56e-9, 4.56e-9]),)),
         ],
         probes=[
             Case((np.array([-1.996, 1.055, 2.71, 0.282, -2.23]),)),  # 3 rounds of Michelot's algorithm

@@ -197,6 +197,10 @@ def _q1_nonfinite(run: Run) -> str:
         return ("One row here has no allowed key: its scores are all -inf and its lse is -inf, so exp(s - lse) "
                 "computes exp(-inf - (-inf)) = exp(nan). Give that row lse = +inf before you subtract "
                 "(FlashAttention-2's convention for recomputing): exp(-inf - inf) = 0.")
+    if np.isneginf(np.asarray(case.args[0])).any():
+        return ("exp of a number above 709 overflows, and every s - lse of a score is <= 0: the overflow came from "
+                "something else in place of a score, such as a finite fill for a masked -inf (-1e4, -1e9), which "
+                "lies far above this row's lse. Keep -inf as it is: exp(-inf - lse) is exactly 0.")
     return ("exp of a large score overflows (exp(710) is already inf in float64). Subtract the lse first and "
             "take one exp of the difference, which is <= 0.")
 
@@ -615,6 +619,8 @@ def _q3_cases() -> list[Case]:
         Case((np.array([[[1.0, 0.0], [0.5, 2.0]], [[0.0, 1.0], [-1.0, 0.5]]]), np.array([[800.0, -800.0], [799.0, -801.0]]))),
         # A query whose two chunks are 1600 apart, the first the lower: a shift by their mean or first entry overflows.
         Case((np.array([[[1.0, 0.0], [0.5, 2.0]], [[0.0, 1.0], [-1.0, 0.5]]]), np.array([[-800.0, 3.0], [800.0, 2.0]]))),
+        # A chunk with a share of e^-12 = 6.1e-6: a flush of small shares to 0 shows.
+        Case((np.array([[[1.0, 0.0]], [[0.0, 1.0]]]), np.array([[0.0], [-12.0]]))),
     ]
 
 

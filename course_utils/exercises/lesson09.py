@@ -287,8 +287,10 @@ def _q1() -> FunctionExercise:
             # [20000, 19995]: the top two stay 5 apart.
             Case((np.array([20000.0, 19995.0]), 19990.0)),
             # A masked key in a row far below 0, and a fully masked row: a finite fill above -2e10 for -inf (-1e4,
-            # -1e9) lies above this row's score, where -inf gives weight exactly 0; so does a clip of the scores.
-            Case((np.array([[-2e10, -np.inf], [-np.inf, -np.inf]]), -2e10 + 10.0)),
+            # -1e9) lies above this row's score, where -inf gives weight exactly 0; so does a clip of the scores. The
+            # sink sits 1000 above the score, so every weight is exactly 0: at 2e10 one float64 spacing is 4e-6,
+            # and a right logsumexp form would be off by that much in a weight of e^-10.
+            Case((np.array([[-2e10, -np.inf], [-np.inf, -np.inf]]), -2e10 + 1000.0)),
         ],
         properties=[non_negative, _exact_zeros, _weights_not_lost, _below_one, _shift_with_the_sink,
                     float32_rounding(_FLOAT32_ADVICE)],
