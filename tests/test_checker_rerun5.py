@@ -17,7 +17,7 @@ from course_utils import exercises
 from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 L = {lesson: exercises.load(lesson) for lesson in ("01", "02", "03", "04", "05", "05b", "05c", "06", "06b", "07",
-                                                   "07b", "07c", "09")}
+                                                   "07b", "07c", "09", "09b")}
 
 
 def _verdict(lesson: str, question: str, answer):
@@ -440,3 +440,65 @@ def test_05b_q2_a_scale_taken_from_the_values_is_rejected():
         return torch.softmax(scores, dim=-1) @ v
 
     _verdict("05b", "q2", answer)
+
+
+def test_05_q1_pad_rows_opened_by_an_or_get_a_step_about_that_input_and_the_or():
+    def answer(lengths, max_len):
+        j = np.arange(max_len)
+        real = j[None, :] < np.asarray(lengths)[:, None]
+        mask = (j[None, :] <= j[:, None])[None] & real[:, None, :]
+        return mask | ~real[:, :, None]  # pad queries see everything
+
+    _, step = _verdict("05", "q1", answer)
+    assert "([3], 3)" not in step and "`|`" in step
+
+
+# --- the seventh rerun: flushes below the thresholds the sixth rerun's cases caught ----------------------------------
+
+
+def test_07b_q3_a_flush_of_shares_below_1e_6_is_rejected():
+    def answer(outs, lses):
+        top = lses.max(axis=0)
+        w = np.exp(lses - np.where(np.isneginf(top), 0.0, top))
+        share = w / np.where(w.sum(axis=0) > 0, w.sum(axis=0), 1.0)
+        return (_flushed(share, 1e-6)[..., None] * outs).sum(axis=0)
+
+    _verdict("07b", "q3", answer)
+
+
+def test_09b_q1_a_flush_of_weights_below_1e_9_is_rejected():
+    def answer(x, s):
+        z = s * math.log(x.shape[-1]) * x
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return _flushed(e / e.sum(-1, keepdims=True), 1e-9)
+
+    _verdict("09b", "q1", answer)
+
+
+def test_07_q2_a_flush_of_tile_weights_below_1e_8_is_rejected():
+    from course_utils.exercises.lesson07 import _Q2_SOLUTION
+    import re
+
+    code = re.search(r"```python\n(.*?)```", _Q2_SOLUTION, re.S).group(1)
+    code = code.replace("p = np.exp(s - shift[:, None])", "p = np.exp(s - shift[:, None]); p[p < 1e-8] = 0.0")
+    namespace = {"np": np}
+    exec(code, namespace)  # noqa: S102 - the lesson's own solution, with a flush put in
+    _verdict("07", "q2", next(v for k, v in namespace.items() if callable(v) and k != "np"))
+
+
+def test_04_q2_a_wrong_answer_that_builds_the_jacobian_is_not_called_right():
+    def answer(g, p):
+        s = (g[..., :, None] * p[..., None, :]).sum(-1).sum(-1, keepdims=True) / p.shape[-1]
+        return p * (g - s)
+
+    message, _ = _verdict("04", "q2", answer)
+    assert "is right, but" not in message
+
+
+def test_05_q2_masking_after_the_softmax_with_np_where_gets_a_step_that_fits_it():
+    def answer(scores, mask):
+        e = np.exp(scores - scores.max(-1, keepdims=True))
+        return np.where(mask, e, 0.0) / e.sum(-1, keepdims=True)
+
+    _, step = _verdict("05", "q2", answer)
+    assert "`np.where(mask, ..., 0)`" in step

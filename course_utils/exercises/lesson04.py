@@ -251,6 +251,8 @@ def _without_the_jacobian(run: Run) -> str | None:
     """No array the answer makes (in NumPy or PyTorch) is n x n; and on a long row its NumPy memory stays O(n)."""
     g, p = run.case.args
     n = np.shape(g)[-1]
+    # "is right, but": only where the values are; a wrong answer that also builds the Jacobian is told the size alone
+    verdict = "is right, but" if _same_values(run) else "is not right either, and"
     big = _jacobian_built(run.function, run)
     if big is not None:
         where = f"in the line `{big.line}`" if big.line else f"in {big.how}"
@@ -259,7 +261,7 @@ def _without_the_jacobian(run: Run) -> str | None:
         else:
             what = (f"an array of {int(np.prod(big.shape))} numbers (shape {big.shape}), more than g and p "
                     f"hold together ({np.size(g) + np.size(p)})")
-        return (f"is right, but your function built {what}, {where}: the Jacobian's size, which this exercise "
+        return (f"{verdict} your function built {what}, {where}: the Jacobian's size, which this exercise "
                 "asks you to do without. p * (g - <g, p>) needs no array larger than g and p")
     if n < _MEMORY_FROM_N:
         return None
@@ -273,11 +275,17 @@ def _without_the_jacobian(run: Run) -> str | None:
     if peak >= limit:  # once more: a first call's own work (an import in the function, say) is not the answer's
         peak = min(peak, peak_memory(run.function, *run.case.args) or peak)
     if peak >= limit:
-        return (f"is right, but on this row of n = {n} your function held {_amount(peak)} at once, {peak / needs:.0f} "
+        return (f"{verdict} on this row of n = {n} your function held {_amount(peak)} at once, {peak / needs:.0f} "
                 f"times what p * (g - <g, p>) holds on this row ({_amount(needs)}): the memory of an n x n Jacobian "
                 f"({_amount(n * n * 8)} in float64, about 4 times that as nested Python lists), not of two vectors "
                 "of n. Compute p * (g - <g, p>) from the vectors alone, in O(n)")
     return None
+
+
+def _same_values(run: Run) -> bool:
+    """Whether the answer's values on the run's case agree with the reference's, to q2's tolerances (below)."""
+    out, expected = np.asarray(run.output, dtype=np.float64), np.asarray(run.expected, dtype=np.float64)
+    return out.shape == expected.shape and bool(np.allclose(out, expected, rtol=1e-6, atol=1e-7))
 
 
 #: From this row length on, memory tells a Jacobian from the vector formula: a nested Python list of n x n floats
@@ -387,8 +395,8 @@ def _q2() -> FunctionExercise:
                 "Give your `(g * p).sum()` an axis: `(g * p).sum(axis=-1, keepdims=True)`, one average per row."
             ),
             "subtracting the plain mean of g instead of its p-weighted mean": (
-                "Replace `g.mean(axis=-1, keepdims=True)` by `(g * p).sum(axis=-1, keepdims=True)`: weight each g_i "
-                "by p_i."
+                "Replace the plain mean of g (`g.mean(axis=-1, keepdims=True)`, or any sum of g divided by n) by "
+                "`(g * p).sum(axis=-1, keepdims=True)`: weight each g_i by p_i."
             ),
             "the wrong sign": (
                 "Swap the two terms of your subtraction: `g - (g * p).sum(axis=-1, keepdims=True)`, then multiply "

@@ -102,8 +102,9 @@ def _no_padding_keys(run: Run) -> str | None:
 
 
 _no_later_keys.next_step = (  # type: ignore[attr-defined]
-    "Print your mask for `([3], 3)`: its upper triangle (j > i) must be all False. Build the causal part as "
-    "`j[None, :] <= j[:, None]` with `j = np.arange(max_len)`, and combine it with the padding part by `&`."
+    "Print your mask on that input: its upper triangle (j > i) must be all False, in the rows of padding queries "
+    "too. Build the causal part as `j[None, :] <= j[:, None]` with `j = np.arange(max_len)`, and combine it with "
+    "the padding part by `&` alone (an `|` with anything opens whole rows)."
 )
 _no_padding_keys.next_step = (  # type: ignore[attr-defined]
     "Print your mask for `([0, 2], 3)`: every column j >= the sequence's length must be all False. Build the "
@@ -577,8 +578,9 @@ def _q2() -> FunctionExercise:
                 "`s.max(axis=-1, keepdims=True)`."
             ),
             "masking after the softmax": (
-                "Move the mask in front of the softmax: `s = np.where(mask, scores, -np.inf)` goes in, and the "
-                "`* mask` after it goes away."
+                "Move the mask in front of the softmax: the scores that go into `np.exp` are "
+                "`s = np.where(mask, scores, -np.inf)`, and the masking after it (`* mask`, or `np.where(mask, ..., 0)` "
+                "on the weights) goes away."
             ),
             "masking after the softmax, then renormalizing": (
                 "Replace the two steps (softmax, then `kept / kept.sum(...)`) by one softmax of "

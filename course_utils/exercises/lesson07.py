@@ -873,8 +873,8 @@ def _q2() -> FunctionExercise:
             _q2_case(_q2_jump(5, 4, 7, 4, 800.0), 3, 4, "the second tile of keys scores 800 above the first"),
             _q2_case(_q2_jump(6, 4, 7, 4, -800.0), 3, 4, "the second tile of keys scores 800 below the first"),
             _q2_case(_q2_jump(9, 4, 7, 0, -800.0), 3, 4, "every score near -800"),
-            _q2_case((np.array([[1.0]]), np.array([[0.0], [-14.0]]), np.array([[0.0], [1.0]])), 1, 1,
-                     "a weight of 8e-7: small, not 0"),
+            _q2_case((np.array([[1.0]]), np.array([[0.0], [-20.0]]), np.array([[0.0], [1.0]])), 1, 1,
+                     "a weight of 2e-9: small, not 0"),
             _q2_case(_q2_masked_first_tile(8, 5, 7, 3), 2, 3, "the first tile of keys scores -inf for every query"),
             _q2_case(_q2_levels(15, 4, 7), 4, 3, "rows of one tile near +800 and near -800"),
             # 1024 keys in tiles of 64: the checker follows which keys each operation reads. block_k = 64 lets a
