@@ -502,3 +502,68 @@ def test_05_q2_masking_after_the_softmax_with_np_where_gets_a_step_that_fits_it(
 
     _, step = _verdict("05", "q2", answer)
     assert "`np.where(mask, ..., 0)`" in step
+
+
+# --- the eighth rerun ----------------------------------------------------------------------------------------------
+
+
+def test_05_q2_a_flush_of_weights_below_1e_7_is_rejected():
+    def answer(scores, mask):
+        p = _masked_softmax(scores, mask)
+        return np.where(p < 1e-7, 0.0, p)
+
+    _verdict("05", "q2", answer)
+
+
+def test_05b_q1_a_mask_built_from_zero_embeddings_is_not_told_to_add_a_mask():
+    _, step = _verdict("05b", "q1", lambda mha, x, lengths: mha(x, x, x, key_padding_mask=x.abs().sum(-1) == 0)[0])
+    assert "Add `key_padding_mask" not in step and "built from `lengths`" in step
+
+
+def test_09b_q1_a_flush_is_not_called_float32():
+    def answer(x, s):
+        z = s * np.log(x.shape[-1]) * x
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return _flushed(e / e.sum(-1, keepdims=True), 1e-9)
+
+    message, _ = _verdict("09b", "q1", answer)
+    assert "float32" not in message
+
+
+def test_07_q1_a_guard_that_empties_the_merge_for_one_empty_block_is_named():
+    def merge(m1, ell1, m2, ell2):
+        if m1 == -np.inf or m2 == -np.inf:
+            return -np.inf, 0.0
+        m = max(m1, m2)
+        return m, ell1 * np.exp(m1 - m) + ell2 * np.exp(m2 - m)
+
+    message, _ = _verdict("07", "q1", merge)
+    assert "overflows" not in message and "the other block's state" in message
+
+
+def test_09_q1_uniform_weights_for_a_fully_masked_row_are_named():
+    def answer(x, sink):
+        m = np.maximum(x.max(-1, keepdims=True), sink)
+        e = np.exp(x - m)
+        w = e / (np.exp(sink - m) + e.sum(-1, keepdims=True))
+        return np.where(np.isneginf(x).all(-1, keepdims=True), 1.0 / x.shape[-1], w)
+
+    message, step = _verdict("09", "q1", answer)
+    assert "uniform weights for a fully masked row" in message and "1 / n" in step
+
+
+@pytest.mark.parametrize("threshold", [1e-9, 1e-10])
+def test_flushes_below_1e_9_are_rejected_in_07b_q3_and_09b_q1(threshold):
+    def merge(outs, lses):
+        top = lses.max(axis=0)
+        w = np.exp(lses - np.where(np.isneginf(top), 0.0, top))
+        share = w / np.where(w.sum(axis=0) > 0, w.sum(axis=0), 1.0)
+        return (_flushed(share, threshold)[..., None] * outs).sum(axis=0)
+
+    def ssmax(x, s):
+        z = s * np.log(x.shape[-1]) * x
+        e = np.exp(z - z.max(axis=-1, keepdims=True))
+        return _flushed(e / e.sum(-1, keepdims=True), threshold)
+
+    _verdict("07b", "q3", merge)
+    _verdict("09b", "q1", ssmax)

@@ -259,7 +259,7 @@ def test_q1_a_fix_that_also_zeroes_the_pad_outputs_is_named_with_its_next_step(c
     verdict = EX.q1.check(fixed_then_zeroed)
     assert not verdict
     assert "the pads' own outputs were set to 0" in _unwrapped(capsys.readouterr().out)
-    assert "return `out` as it comes" in verdict.next_step
+    assert "output for every position as it comes" in verdict.next_step
 
 
 # --- q4 and lesson 05c: one guard, selected on the mask ------------------------------------------

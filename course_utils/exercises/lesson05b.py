@@ -320,8 +320,9 @@ def _q1() -> FunctionExercise:
                 "token into True = pad."
             ),
             "no mask": (
-                "Add `key_padding_mask=pads` to the `mha(x, x, x)` call, with "
-                "`pads = torch.arange(S)[None, :] >= torch.as_tensor(lengths)[:, None]`."
+                "Pass `key_padding_mask=pads` in the `mha(x, x, x)` call, built from `lengths` (not from the values "
+                "in x): `pads = torch.arange(S)[None, :] >= torch.as_tensor(lengths)[:, None]`, True on every pad. "
+                "No mask, or one that is False everywhere, hides nothing."
             ),
             "the first pad left visible": (
                 "Change `>` to `>=` in `torch.arange(S)[None, :] > lengths[:, None]`: position `length` is already a pad."
@@ -344,8 +345,10 @@ def _q1() -> FunctionExercise:
                 "its last axis must index keys."
             ),
             "the pads' outputs set to 0": (
-                "Delete the step after the `mha(...)` call that zeroes the pad rows (`out.masked_fill(...)`, "
-                "`torch.where(real[..., None], out, 0)` or `out * real[..., None]`): return `out` as it comes."
+                "Return the layer's output for every position as it comes: pass all the queries, pads too, to one "
+                "`mha(x, x, x, key_padding_mask=...)` call, and remove whatever makes the pad rows 0 (a "
+                "`masked_fill`, a `torch.where` or `* real[..., None]` after it, or zeros you start from and fill "
+                "only for the real tokens)."
             ),
         },
         hints=[

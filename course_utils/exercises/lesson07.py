@@ -23,6 +23,7 @@ from .core import (
     _conversions_keep,
     _learner_line,
     _makers_watched,
+    describe,
     first_float_error,
     float32_rounding,
     peak_memory,
@@ -50,6 +51,24 @@ def _q1_wrong_sign(m1: float, ell1: float, m2: float, ell2: float) -> tuple[floa
 def _q1_min(m1: float, ell1: float, m2: float, ell2: float) -> tuple[float, float]:
     m = min(m1, m2)
     return m, ell1 * math.exp(m1 - m) + ell2 * math.exp(m2 - m)
+
+
+def _q1_empty_if_either(m1: float, ell1: float, m2: float, ell2: float) -> tuple[float, float]:
+    if m1 == -np.inf or m2 == -np.inf:  # too wide a guard: one empty block empties the merge
+        return -np.inf, 0.0
+    m = max(m1, m2)
+    return m, ell1 * np.exp(m1 - m) + ell2 * np.exp(m2 - m)
+
+
+def _q1_nonfinite(run: Run) -> str:
+    """An empty state where one block was not empty: the guard was too wide. Otherwise the nan and overflow story."""
+    out, expected = run.output, run.expected
+    if np.isneginf(out[0]) and np.isfinite(expected[0]):
+        return ("Only one of these blocks is empty, and an empty block (-inf, 0) adds nothing: the merge is the "
+                f"other block's state, here ({describe(expected[0])}, {describe(expected[1])}). Return (-inf, 0.0) "
+                "only when both maxima are -inf.")
+    return ("If both states are empty, m = -inf and exp(m1 - m) = exp(-inf + inf) = nan: return (-inf, 0.0) "
+            "then. Otherwise rescale by exp(m_i - m), which is at most 1, never by exp(m - m_i), which overflows.")
 
 
 def _q1_unguarded(m1: float, ell1: float, m2: float, ell2: float) -> tuple[float, float]:
@@ -157,6 +176,7 @@ def _q1() -> FunctionExercise:
             "adding the normalizers without rescaling": _q1_no_rescale,
             "rescaling with the wrong sign": _q1_wrong_sign,
             "keeping the smaller maximum": _q1_min,
+            "emptying the merge when only one block is empty": _q1_empty_if_either,
         },
         advice={
             "the right formula without a guard for two empty states": (
@@ -172,11 +192,12 @@ def _q1() -> FunctionExercise:
             ),
             "rescaling with the wrong sign": "Swap the exponents: `np.exp(m1 - m)`, not `np.exp(m - m1)` (and the same for m2).",
             "keeping the smaller maximum": "Change `min(m1, m2)` to `max(m1, m2)`, and keep the factors `np.exp(m_i - m)`.",
+            "emptying the merge when only one block is empty": (
+                "Narrow your guard to `if m1 == -np.inf and m2 == -np.inf`: with one block empty the general formula "
+                "already gives the other block's state, as exp(-inf - m) is 0."
+            ),
         },
-        nonfinite_hint=(
-            "If both states are empty, m = -inf and exp(m1 - m) = exp(-inf + inf) = nan: return (-inf, 0.0) "
-            "then. Otherwise rescale by exp(m_i - m), which is at most 1, never by exp(m - m_i), which overflows."
-        ),
+        nonfinite_hint=_q1_nonfinite,
         hints=[
             "The merged maximum is the larger of the two.",
             "ell1 holds a sum of exp(x - m1). To re-express it relative to the new maximum m, multiply by exp(m1 - m).",
@@ -873,8 +894,8 @@ def _q2() -> FunctionExercise:
             _q2_case(_q2_jump(5, 4, 7, 4, 800.0), 3, 4, "the second tile of keys scores 800 above the first"),
             _q2_case(_q2_jump(6, 4, 7, 4, -800.0), 3, 4, "the second tile of keys scores 800 below the first"),
             _q2_case(_q2_jump(9, 4, 7, 0, -800.0), 3, 4, "every score near -800"),
-            _q2_case((np.array([[1.0]]), np.array([[0.0], [-20.0]]), np.array([[0.0], [1.0]])), 1, 1,
-                     "a weight of 2e-9: small, not 0"),
+            _q2_case((np.array([[1.0]]), np.array([[0.0], [-24.0]]), np.array([[0.0], [1.0]])), 1, 1,
+                     "a weight of 4e-11: small, not 0"),
             _q2_case(_q2_masked_first_tile(8, 5, 7, 3), 2, 3, "the first tile of keys scores -inf for every query"),
             _q2_case(_q2_levels(15, 4, 7), 4, 3, "rows of one tile near +800 and near -800"),
             # 1024 keys in tiles of 64: the checker follows which keys each operation reads. block_k = 64 lets a

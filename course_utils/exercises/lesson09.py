@@ -79,6 +79,11 @@ def _q1_renormalized(x, sink):
     return w / w.sum(axis=-1, keepdims=True)
 
 
+def _q1_uniform_for_masked_rows(x, sink):
+    x = np.asarray(x, dtype=np.float64)
+    return np.where(np.isneginf(x).all(axis=-1, keepdims=True), 1.0 / x.shape[-1], softmax_with_sink(x, sink))
+
+
 def _q1_keeps_the_sink_column(x, sink):
     padded = np.concatenate([x, np.full((*np.shape(x)[:-1], 1), sink)], axis=-1)
     return softmax(padded)
@@ -306,6 +311,7 @@ def _q1() -> FunctionExercise:
             "keeping the sink's column in the result": _q1_keeps_the_sink_column,
             "normalizing along the first axis": _q1_first_axis,
             "shifting by the sink only (overflows for scores far above it)": _q1_shift_by_the_sink_only,
+            "uniform weights for a fully masked row": _q1_uniform_for_masked_rows,
         },
         # Lesson 02's family of wrong shifts (no shift, the mean, the median, one maximum for the
         # whole batch, ...) applied to the row with its sink, and its clipped scores.
@@ -323,6 +329,9 @@ def _q1() -> FunctionExercise:
             Case((np.array([[[1.0, 2.0], [1500.0, 0.0]], [[0.0, -1500.0], [7.0, 7.0]]]), -3.0)),
         ],
         advice={
+            "uniform weights for a fully masked row": (
+                "With a sink, a fully masked row puts its whole weight on the sink: every key gets 0, not 1/n."
+            ),
             **{label: text + _SINK_IN_THE_ROW for label, text in shift_and_clip_advice(_CLIPS).items()},
             **{
                 f"flooring the exponents at {f:g}": (
@@ -339,6 +348,10 @@ def _q1() -> FunctionExercise:
         next_steps={
             **_q1_shift_next_steps(),
             "plain softmax, ignoring the sink": "Add `np.exp(sink - m)` to the denominator: `e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))`.",
+            "uniform weights for a fully masked row": (
+                "Delete the special case that returns `1 / n` for a fully masked row: the general formula already "
+                "gives it zeros, as `np.exp(-np.inf - m)` is 0 and the sink keeps the denominator positive."
+            ),
             "softmax₁ whatever the sink": "Replace the fixed `1` (that is, `e^0`) in the denominator by `np.exp(sink - m)`.",
             "s instead of e^s in the denominator": "Exponentiate the sink: `np.exp(sink - m)`, not `sink`.",
             "shifting the scores but not the sink": "Subtract m from the sink too: `np.exp(sink - m)`, not `np.exp(sink)`.",
