@@ -567,3 +567,51 @@ def test_flushes_below_1e_9_are_rejected_in_07b_q3_and_09b_q1(threshold):
 
     _verdict("07b", "q3", merge)
     _verdict("09b", "q1", ssmax)
+
+
+# --- the ninth rerun -----------------------------------------------------------------------------------------------
+
+
+def test_05_q2_a_flush_of_weights_below_1e_8_is_rejected():
+    def answer(scores, mask):
+        p = _masked_softmax(scores, mask)
+        return np.where(p < 1e-8, 0.0, p)
+
+    _verdict("05", "q2", answer)
+
+
+def test_01_q1_the_last_weight_as_1_minus_the_others_passes():
+    def answer(x):
+        e = np.exp(x - x.max(-1, keepdims=True))
+        p = e / e.sum(-1, keepdims=True)
+        p[..., -1] = 1 - p[..., :-1].sum(-1)  # -2.2e-16 where the last weight is 0: a rounding
+        return p
+
+    assert L["01"].q1.evaluate(answer).passed
+
+
+def test_a_shift_clamped_at_0_is_rejected_in_07_q1_and_09b_q1():
+    def merge(m1, ell1, m2, ell2):
+        m = max(m1, m2)
+        shift = max(m, 0.0)
+        return m, ell1 * np.exp(m1 - shift) + ell2 * np.exp(m2 - shift)
+
+    def ssmax(x, s):
+        z = s * np.log(x.shape[-1]) * x
+        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), 0.0))
+        return e / e.sum(-1, keepdims=True)
+
+    _verdict("07", "q1", merge)
+    _verdict("09b", "q1", ssmax)
+
+
+def test_05b_q4_nan_weights_replaced_by_1_over_s_are_named_among_the_missing_guards():
+    def answer(Q, K, V, mask=None):
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        w = torch.softmax(scores, -1)
+        return torch.where(torch.isnan(w), 1.0 / w.shape[-1], w) @ V
+
+    message, _ = _verdict("05b", "q4", answer)
+    assert "NaN weights replaced by 1/S" in message

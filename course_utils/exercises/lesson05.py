@@ -526,7 +526,8 @@ def _q2() -> FunctionExercise:
             # Every allowed score far below 0, the blocked one above it: a maximum taken with the blocked
             # scores set to 0 (`scores * mask`) is 0, and every allowed exponential underflows.
             Case((np.array([-1000.0, -999.0, 5.0]), np.array([True, True, False]))),
-            Case((np.array([0.0, -18.0, 3.0]), np.array([True, True, False]))),  # a weight of 1.5e-8: a flush shows
+            # Weights of 1.5e-8, 5.6e-9 and 2.1e-9, down to twice the atol: a flush of small weights shows.
+            Case((np.array([0.0, -18.0, -19.0, -20.0, 3.0]), np.array([True, True, True, True, False]))),
             # Scores 2e10 apart: a finite fill (-1e9, -1e4), even with `* mask` after the softmax to repair a row
             # with no allowed key, lies above the allowed scores of the second row, and below the blocked score
             # of the first once added to it. The second row's allowed scores are 2048 apart, float32's spacing

@@ -902,9 +902,9 @@ _Q4_MULTIPLIED = (
 )
 
 _Q4_MISTAKES = {
-    "a finite fill for the blocked scores without a guard (the seed's -1e9, or -inf made finite by `nan_to_num`): "
-    "right where a query has an allowed key, but a query with none gets uniform weights, the average of all "
-    "values, instead of zeros": _q4_seed_with_d_k,
+    "no guard for a query with no allowed key (a finite fill such as the seed's -1e9, -inf made finite by "
+    "`nan_to_num`, or NaN weights replaced by 1/S): right where a query has an allowed key, but a query with none "
+    "gets uniform weights, the average of all values, instead of zeros": _q4_seed_with_d_k,
     "a finite fill such as -1e4, -1e5 or -6e5 is not far enough below scores of size 1e6: blocked keys win the "
     "softmax": _q4_weak_fill,
     "-inf without a working guard: a query with no allowed key gets NaN": _q4_minus_inf,

@@ -164,6 +164,7 @@ def _q1() -> FunctionExercise:
             Case((1000.0, 2.0, -500.0, 3.0)),  # the second block far below the first
             Case((-inf, 0.0, 3.0, 1.0)),  # the first block empty
             Case((-inf, 0.0, -inf, 0.0)),  # both empty: (-inf, 0), never nan
+            Case((-800.0, 1.0, -801.0, 1.0)),  # both maxima far below 0: a shift clamped at 0 underflows
         ],
         probes=[
             Case((3.0, 1.0, -inf, 0.0)),
