@@ -615,3 +615,48 @@ def test_05b_q4_nan_weights_replaced_by_1_over_s_are_named_among_the_missing_gua
 
     message, _ = _verdict("05b", "q4", answer)
     assert "NaN weights replaced by 1/S" in message
+
+
+# --- the tenth rerun -----------------------------------------------------------------------------------------------
+
+
+def test_01_q3_a_floor_on_the_temperature_is_rejected():
+    def answer(x, temperature):
+        z = x / max(temperature, 1e-2)
+        e = np.exp(z - z.max(-1, keepdims=True))
+        return e / e.sum(-1, keepdims=True)
+
+    _verdict("01", "q3", answer)
+
+
+def test_01_q1_a_float32_input_is_named_as_float32_in_the_message():
+    message, _ = _verdict("01", "q1", lambda x: np.exp(x - np.logaddexp.reduce(x, axis=-1, keepdims=True)))
+    assert "(float32)" in message
+
+
+@pytest.mark.parametrize("floor", [-1e4, -1e9])
+def test_a_shift_floored_at_a_finite_number_is_rejected_in_07b_q3(floor):
+    def merge(outs, lses):
+        w = np.exp(lses - np.maximum(lses.max(0), floor))
+        t = w.sum(0)
+        return np.einsum("nl,nle->le", w, outs) / np.where(t > 0, t, 1.0)[:, None]
+
+    _verdict("07b", "q3", merge)
+
+
+def test_09b_q1_a_shift_floored_at_minus_1e4_is_rejected():
+    def ssmax(x, s):
+        z = s * np.log(x.shape[-1]) * x
+        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), -1e4))
+        return e / e.sum(-1, keepdims=True)
+
+    _verdict("09b", "q1", ssmax)
+
+
+def test_09b_q2_the_exp_form_with_nan_to_num_is_named_as_a_hidden_overflow():
+    def soft_cap(x, c):
+        e = np.exp(2 * x / c)
+        return np.nan_to_num(c * (e - 1) / (e + 1))
+
+    message, step = _verdict("09b", "q2", soft_cap)
+    assert "something turned the nan into 0" in message and "softcap(-x)" not in message and "np.tanh" in step

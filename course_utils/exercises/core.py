@@ -272,7 +272,12 @@ class Case:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     def describe(self) -> str:
-        parts = [describe(a) for a in self.args] + [f"{k}={describe(v)}" for k, v in self.kwargs.items()]
+        """The inputs as feedback prints them; an array of another float dtype than float64 says so ("float32")."""
+        def shown(value: Any) -> str:
+            other = isinstance(value, np.ndarray) and value.dtype.kind == "f" and value.dtype != np.float64
+            return describe(value) + (f" ({value.dtype})" if other else "")
+
+        parts = [shown(a) for a in self.args] + [f"{k}={shown(v)}" for k, v in self.kwargs.items()]
         return "(" + ", ".join(parts) + ")"
 
 

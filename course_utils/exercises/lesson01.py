@@ -425,6 +425,7 @@ def _q3() -> FunctionExercise:
             Case((np.array([200.0, 199.95, 0.0]), 0.01)),  # x / T beyond 1e4: clipping there ties the top two
             Case((np.array([2000.0, 1999.95, 0.0]), 0.01)),  # and beyond 1e5
             Case((np.array([0.0, -0.18, -0.19]), 0.01)),  # weights near 1e-8: flushing small weights to 0 shows
+            Case((np.array([0.0, -0.018, -0.019]), 1e-3)),  # the same weights at T = 1e-3: a floor on T shows
         ],
         # Tolerances as in q1: float64 answers agree to 1e-16 relative. Unlike q1, the inputs are
         # float64, and casting them to float32 is wrong, not just less precise: it moves -20.015 and

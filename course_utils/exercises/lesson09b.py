@@ -14,6 +14,7 @@ from .core import (
     FunctionExercise,
     Run,
     describe,
+    first_float_error,
     float32_rounding,
     non_negative,
     shift_and_clip_advice,
@@ -127,7 +128,9 @@ def _q1() -> FunctionExercise:
             Case((np.array([1000.0, 990.0, 980.0, -3000.0]), 1 / math.log(4))),
             Case((np.array([0.0, 2000.0]), 1 / math.log(2))),
             Case((np.array([0.0, -26.0]), 1 / math.log(2))),
-            Case((np.array([-1000.0, -1001.0]), 1 / math.log(2))),  # every score far below 0: a shift clamped at 0 gives 0/0  # a weight of e^-26 = 5e-12: a flush of small weights shows
+            Case((np.array([-1000.0, -1001.0]), 1 / math.log(2))),  # every score far below 0: a shift clamped at 0 gives 0/0
+            # ... and far below -1e4, a finite floor a learner may take from a mask fill (products exact to 4e-12 here)
+            Case((np.array([-20000.0, -20001.0]), 1 / math.log(2))),  # a weight of e^-26 = 5e-12: a flush of small weights shows
         ],
         properties=[non_negative, sums_to_one, shift_invariant, float32_rounding(_Q1_FLOAT32_ADVICE)],
         wrong_answers={
@@ -225,6 +228,24 @@ def _within_the_cap(run: Run) -> str | None:
     return None
 
 
+def _cap_not_lost(run: Run) -> str | None:
+    """Property: a logit far beyond the cap gives about ±c, not 0 (an overflow hidden by nan_to_num or a guard)."""
+    c = float(run.case.args[1])
+    lost = (np.abs(run.expected) > 0.9 * c) & (run.output == 0)
+    if not lost.any():
+        return None
+    error = first_float_error(run.function, run.case)
+    seen = f"NumPy reports {error}: " if error else ""
+    return (f"gives 0 where the expected is {describe(run.expected[lost][0])}, near the cap: {seen}an exponential of a "
+            "large logit overflowed to inf, inf / inf is nan, and something turned the nan into 0")
+
+
+_cap_not_lost.next_step = (  # type: ignore[attr-defined]
+    "Use `c * np.tanh(x / c)`: np.tanh never overflows, while an exp form such as (e - 1) / (e + 1) with "
+    "`e = np.exp(2 * x / c)` does for large x, and `np.nan_to_num` only hides the nan."
+)
+
+
 def _odd(run: Run) -> str | None:
     # A cap treats a logit and its negative alike: softcap(-x) = -softcap(x).
     x, c = run.case.args
@@ -260,7 +281,7 @@ def _q2() -> FunctionExercise:
             Case((np.array([1.0, 2.0, 4.0, -8.0]), 2.5)),
             Case((np.array([1000.0, -1000.0, 0.1]), 0.5)),
         ],
-        properties=[_within_the_cap, _odd, float32_rounding(
+        properties=[_within_the_cap, _cap_not_lost, _odd, float32_rounding(
             "compute in float64, and do not round (the inputs are float64; a float32 array, np.float32(c) or np.round along the way loses the digits)")],
         wrong_answers={
             "the identity, no cap": lambda x, c: np.asarray(x, dtype=np.float64),
