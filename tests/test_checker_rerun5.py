@@ -660,3 +660,46 @@ def test_09b_q2_the_exp_form_with_nan_to_num_is_named_as_a_hidden_overflow():
 
     message, step = _verdict("09b", "q2", soft_cap)
     assert "something turned the nan into 0" in message and "softcap(-x)" not in message and "np.tanh" in step
+
+
+# --- the eleventh rerun --------------------------------------------------------------------------------------------
+
+
+def test_07b_q3_logsumexp_forms_of_the_merge_pass():
+    import scipy.special
+
+    def merge(outs, lses):
+        total = scipy.special.logsumexp(lses, axis=0)
+        with np.errstate(invalid="ignore"):
+            w = np.nan_to_num(np.exp(lses - total))
+        return (w[..., None] * outs).sum(0)
+
+    assert L["07b"].q3.evaluate(merge).passed
+
+
+def test_09b_q1_a_shift_floored_at_minus_1e9_is_rejected():
+    def ssmax(x, s):
+        z = s * np.log(x.shape[-1]) * x
+        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), -1e9))
+        return e / e.sum(-1, keepdims=True)
+
+    _verdict("09b", "q1", ssmax)
+
+
+def test_06_q1_the_sum_to_1_step_names_a_float16_step_too():
+    """Rerun 11: a float16 cast whose first failure is the sum (0.999) was sent only to the support size."""
+    from course_utils.exercises.lesson06 import _q1_sums_to_one
+
+    assert "float16" in _q1_sums_to_one.next_step and "`.dtype`" in _q1_sums_to_one.next_step
+
+
+def test_05_q2_an_additive_minus_inf_mask_is_rejected_on_blocked_scores_of_inf_and_nan():
+    def answer(scores, mask):
+        s = scores + np.where(mask, 0.0, -np.inf)
+        m = s.max(-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        e = np.exp(s - m)
+        t = e.sum(-1, keepdims=True)
+        return e / np.where(t > 0, t, 1.0)
+
+    _verdict("05", "q2", answer)

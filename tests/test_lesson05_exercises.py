@@ -21,8 +21,10 @@ def test_q1_reference_equals_torch_causal_and_key_padding_masks(case):
     np.testing.assert_array_equal(EX.q1.reference(*case.args), (causal[None] & keys[:, None, :]).numpy())
 
 
-@pytest.mark.parametrize("case", EX.q2.cases, ids=lambda c: c.describe())
+@pytest.mark.parametrize("case", [c for c in EX.q2.cases if np.isfinite(c.args[0]).all()], ids=lambda c: c.describe())
 def test_q2_reference_equals_the_weights_of_scaled_dot_product_attention(case):
+    # Scores through q @ I: a blocked score of inf or nan would spread through the product (the case that has them
+    # is checked against torch below).
     scores, mask = case.args
     eye = np.eye(scores.shape[-1])
     # q @ I = scores, so with scale 1 the attention weights are the masked softmax of the scores.
@@ -48,7 +50,8 @@ def test_q2_a_fully_masked_row_gives_zeros_not_nan():
 def test_q2_the_minus_1e9_fill_is_caught_by_scores_far_apart_and_by_the_fully_masked_row():
     wrong = EX.q2.wrong_answers["-1e9 as the fill value"]
     agrees = [np.allclose(wrong(*c.args), EX.q2.reference(*c.args), rtol=1e-12, atol=0) for c in EX.q2.cases]
-    assert agrees == [True] * (len(agrees) - 2) + [False, False]
+    # The last case (blocked scores of inf and nan) a -1e9 put in with np.where also gets right.
+    assert agrees == [True] * (len(agrees) - 3) + [False, False, True]
 
 
 def _finite_fill_times_mask(scores, mask):

@@ -535,6 +535,10 @@ def _q2() -> FunctionExercise:
             Case((np.array([0.0, 1.0, 2e10]), np.array([True, True, False]))),
             Case((np.array([-2e10, -2e10 + 2048.0, 0.0]), np.array([True, True, False]))),
             Case((np.array([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]]), np.array([[True, True, False], [False, False, False]]))),
+            # Last, so that a finite fill is named on the rows above first: blocked scores of +inf and NaN (the
+            # pitfall the lesson names). A mask added to the scores, even as -inf, gives nan there; selecting with
+            # np.where never reads a blocked score.
+            Case((np.array([1.0, 2.0, np.inf, np.nan]), np.array([True, True, False, False]))),
         ],
         properties=[_no_finite_fill, _zero_where_masked, _normalized_along_the_keys, _rows_with_keys_kept,
                     _rows_sum_to_one_where_allowed],

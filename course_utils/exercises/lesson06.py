@@ -187,7 +187,8 @@ def _q1_sums_to_one(run: Run) -> str | None:
 _q1_sums_to_one.next_step = (  # type: ignore[attr-defined]
     "Print `support`, `tau` and `np.maximum(x - tau, 0).sum()` on that input: with the right support size k "
     "(the count of `1 + k * z > cumsum` for `k = np.arange(1, n + 1)`, from 1) and `tau = (cumsum[k - 1] - 1) / k`, "
-    "the sum is 1 exactly; if you iterate, repeat until the support stops changing."
+    "the sum is 1 exactly; if you iterate, repeat until the support stops changing. A sum off by about 1e-3 with "
+    "the right support is a float16 step: print `.dtype` after each line."
 )
 _q1_sums_to_one.coarse = getattr(sums_to_one, "coarse", False)  # type: ignore[attr-defined]
 

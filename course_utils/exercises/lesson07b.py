@@ -621,8 +621,10 @@ def _q3_cases() -> list[Case]:
         Case((np.array([[[1.0, 0.0], [0.5, 2.0]], [[0.0, 1.0], [-1.0, 0.5]]]), np.array([[-800.0, 3.0], [800.0, 2.0]]))),
         # A chunk with a share of e^-25 = 1.4e-11, ten times the atol: a flush of small shares to 0 shows.
         Case((np.array([[[1.0, 0.0]], [[0.0, 1.0]]]), np.array([[0.0], [-25.0]]))),
-        # Every lse near -2e10: a shift floored at a finite number (-1e4, -1e9) underflows to 0/0.
-        Case((np.array([[[1.0, 0.0]], [[0.0, 1.0]]]), np.array([[-2e10], [-2e10 - 1.0]]))),
+        # Every lse near -2e10: a shift floored at a finite number (-1e4, -1e9) underflows to 0/0. The second is 1000
+        # below the first, so its share is exactly 0 and the first's exactly 1 in any right form: a merged lse near
+        # -2e10 is rounded by up to 1.9e-6, which a share of e^-1 would inherit.
+        Case((np.array([[[1.0, 0.0]], [[0.0, 1.0]]]), np.array([[-2e10], [-2e10 - 1000.0]]))),
     ]
 
 

@@ -129,8 +129,9 @@ def _q1() -> FunctionExercise:
             Case((np.array([0.0, 2000.0]), 1 / math.log(2))),
             Case((np.array([0.0, -26.0]), 1 / math.log(2))),
             Case((np.array([-1000.0, -1001.0]), 1 / math.log(2))),  # every score far below 0: a shift clamped at 0 gives 0/0
-            # ... and far below -1e4, a finite floor a learner may take from a mask fill (products exact to 4e-12 here)
-            Case((np.array([-20000.0, -20001.0]), 1 / math.log(2))),  # a weight of e^-26 = 5e-12: a flush of small weights shows
+            # ... and far below any finite floor a learner may take from a mask fill (-1e4, -1e9): 1000 apart, so the
+            # weights are exactly 1 and 0 whatever the rounding of s * log(n) * x at 2e10 (spacing 3.8e-6).
+            Case((np.array([-2e10, -2e10 - 1000.0]), 1 / math.log(2))),  # a weight of e^-26 = 5e-12: a flush of small weights shows
         ],
         properties=[non_negative, sums_to_one, shift_invariant, float32_rounding(_Q1_FLOAT32_ADVICE)],
         wrong_answers={
