@@ -703,3 +703,62 @@ def test_05_q2_an_additive_minus_inf_mask_is_rejected_on_blocked_scores_of_inf_a
         return e / np.where(t > 0, t, 1.0)
 
     _verdict("05", "q2", answer)
+
+
+# --- the twelfth rerun ---------------------------------------------------------------------------------------------
+
+
+def test_07b_q3_a_finite_fill_for_an_empty_chunks_lse_is_rejected():
+    def merge(outs, lses):
+        filled = np.nan_to_num(lses, neginf=-1e4)
+        w = np.exp(filled - filled.max(0))
+        return ((w / w.sum(0))[..., None] * outs).sum(0)
+
+    _verdict("07b", "q3", merge)
+
+
+def test_07_q1_a_shift_floored_at_minus_1e4_is_rejected():
+    def merge(m1, ell1, m2, ell2):
+        m = max(m1, m2)
+        shift = max(m, -1e4)
+        return m, ell1 * np.exp(m1 - shift) + ell2 * np.exp(m2 - shift)
+
+    _verdict("07", "q1", merge)
+
+
+def test_09b_q1_a_flush_before_normalizing_is_not_called_rounding():
+    def ssmax(x, s):
+        z = s * np.log(x.shape[-1]) * x
+        e = np.exp(z - z.max(-1, keepdims=True))
+        e = np.where(e < 1e-10, 0.0, e)
+        return e / e.sum(-1, keepdims=True)
+
+    message, _ = _verdict("09b", "q1", ssmax)
+    assert "rounded to" not in message
+
+
+def test_05_q2_an_additive_mask_on_blocked_inf_is_told_that_adding_reads_the_blocked_scores():
+    def answer(scores, mask):
+        s = scores + np.where(mask, 0.0, -np.inf)
+        m = s.max(-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        e = np.exp(s - m)
+        t = e.sum(-1, keepdims=True)
+        return e / np.where(t > 0, t, 1.0)
+
+    message, _ = _verdict("05", "q2", answer)
+    assert "adding a mask reads the blocked scores" in message
+
+
+def test_05_q2_an_answer_under_its_own_errstate_is_not_told_it_underflowed_for_sure():
+    def answer(scores, mask):
+        mask = np.broadcast_to(mask, np.shape(scores))
+        m = np.where(mask, scores, -np.inf).max(-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)
+        with np.errstate(all="ignore"):
+            e = np.exp(scores - m) * mask
+            t = e.sum(-1, keepdims=True)
+            return np.where(t > 0, e / t, 0.0)
+
+    message, _ = _verdict("05", "q2", answer)
+    assert "an `np.errstate` of yours hides it" in message

@@ -1806,6 +1806,13 @@ class FunctionExercise(Exercise):
         digits = None if whole else _rounded_to(out, expected)
         if not whole and digits is None:
             return
+        # Only tiny weights come back as 0 (and their row's large one as 1): a flush of small values, which any
+        # rounding would also give, not a rounding of the result.
+        with np.errstate(invalid="ignore"):
+            differs = ~np.isclose(out, expected, rtol=self.rtol, atol=self.atol)
+        if not whole and differs.any() and np.all(((o == 0) & (np.abs(e) < 1e-6)) | ((o == 1) & (np.abs(e - 1) < 1e-6))
+                                                  | ~differs[finite]):
+            return
         # Only where no known mistake gives these outputs (a shift without the logsumexp can give whole numbers
         # too), and, for whole numbers, only where the answer gives whole numbers on every case.
         label = self.diagnose(run.function)

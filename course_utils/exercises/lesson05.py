@@ -392,7 +392,9 @@ def _rows_sum_to_one_where_allowed(run: Run) -> str | None:
         if ((target == 1) & (total == 0)).any():  # a row with a key lost all its weight: say what NumPy saw
             error = first_float_error(run.function, run.case)
             why = (f": NumPy reports {error}, and a nan or inf made there became 0 further on (`np.nan_to_num`, a guard)"
-                   if error else ": every allowed exponential underflowed to 0, shifted below its own allowed maximum")
+                   if error else ": NumPy reports nothing (or an `np.errstate` of yours hides it), so either every allowed "
+                   "exponential underflowed to 0, shifted below its own allowed maximum, or a nan or inf made on the "
+                   "way became 0 further on (`np.nan_to_num`, a guard)")
         return (
             f"has row sums {np.round(total, 4).tolist()}; expected {target.tolist()} "
             f"(1 where a row has an allowed key, 0 where it has none){why}"
@@ -466,6 +468,10 @@ def _q2_nonfinite(run: Run) -> str:
             "exponentials sum to 0, so -inf - (-inf) or 0/0 gives nan. Return zeros for such a row."
         )
     error = first_float_error(run.function, run.case)
+    blocked = np.asarray(scores, dtype=float)[~np.broadcast_to(mask, np.shape(scores))]
+    if error is not None and ("add" in error or "subtract" in error) and not np.isfinite(blocked).all():
+        return (f"NumPy reports {error}. A blocked score of +inf or nan plus -inf (or any fill) is nan: adding a mask "
+                "reads the blocked scores. Select instead: `np.where(mask, scores, -np.inf)` never reads them.")
     if error is not None and "multiply" in error:
         return (f"NumPy reports {error}. 0 * inf is nan: a mask of 1s and 0s multiplied by -inf, `(1 - mask) * -np.inf`, "
                 "gives nan on every allowed key, where the mask is 1. Select instead: `np.where(mask, scores, -np.inf)`.")

@@ -165,6 +165,7 @@ def _q1() -> FunctionExercise:
             Case((-inf, 0.0, 3.0, 1.0)),  # the first block empty
             Case((-inf, 0.0, -inf, 0.0)),  # both empty: (-inf, 0), never nan
             Case((-800.0, 1.0, -801.0, 1.0)),  # both maxima far below 0: a shift clamped at 0 underflows
+            Case((-2e10, 1.0, -2e10 - 1000.0, 1.0)),  # ... and far below any finite floor (-1e4, -1e9): exactly (-2e10, 1)
         ],
         probes=[
             Case((3.0, 1.0, -inf, 0.0)),

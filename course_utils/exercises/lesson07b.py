@@ -625,6 +625,8 @@ def _q3_cases() -> list[Case]:
         # below the first, so its share is exactly 0 and the first's exactly 1 in any right form: a merged lse near
         # -2e10 is rounded by up to 1.9e-6, which a share of e^-1 would inherit.
         Case((np.array([[[1.0, 0.0]], [[0.0, 1.0]]]), np.array([[-2e10], [-2e10 - 1000.0]]))),
+        # An empty chunk (-inf) beside a finite lse near -2e10: a finite number put in for -inf (-1e4) outweighs it.
+        Case((np.array([[[1.0, 0.0]], [[0.0, 0.0]]]), np.array([[-2e10], [-np.inf]]))),
     ]
 
 

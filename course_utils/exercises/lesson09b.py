@@ -127,11 +127,11 @@ def _q1() -> FunctionExercise:
             Case((np.array([0.0, 1000.0, 2000.0]), 1 / math.log(3))),
             Case((np.array([1000.0, 990.0, 980.0, -3000.0]), 1 / math.log(4))),
             Case((np.array([0.0, 2000.0]), 1 / math.log(2))),
-            Case((np.array([0.0, -26.0]), 1 / math.log(2))),
+            Case((np.array([0.0, -26.0]), 1 / math.log(2))),  # a weight of e^-26 = 5e-12: a flush of small weights shows
             Case((np.array([-1000.0, -1001.0]), 1 / math.log(2))),  # every score far below 0: a shift clamped at 0 gives 0/0
             # ... and far below any finite floor a learner may take from a mask fill (-1e4, -1e9): 1000 apart, so the
             # weights are exactly 1 and 0 whatever the rounding of s * log(n) * x at 2e10 (spacing 3.8e-6).
-            Case((np.array([-2e10, -2e10 - 1000.0]), 1 / math.log(2))),  # a weight of e^-26 = 5e-12: a flush of small weights shows
+            Case((np.array([-2e10, -2e10 - 1000.0]), 1 / math.log(2))),
         ],
         properties=[non_negative, sums_to_one, shift_invariant, float32_rounding(_Q1_FLOAT32_ADVICE)],
         wrong_answers={
