@@ -644,10 +644,11 @@ def test_a_shift_floored_at_a_finite_number_is_rejected_in_07b_q3(floor):
     _verdict("07b", "q3", merge)
 
 
-def test_09b_q1_a_shift_floored_at_minus_1e4_is_rejected():
+@pytest.mark.parametrize("floor", [-1e4, -1e9])
+def test_09b_q1_a_shift_floored_at_a_finite_number_is_rejected(floor):
     def ssmax(x, s):
         z = s * np.log(x.shape[-1]) * x
-        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), -1e4))
+        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), floor))
         return e / e.sum(-1, keepdims=True)
 
     _verdict("09b", "q1", ssmax)
@@ -677,32 +678,11 @@ def test_07b_q3_logsumexp_forms_of_the_merge_pass():
     assert L["07b"].q3.evaluate(merge).passed
 
 
-def test_09b_q1_a_shift_floored_at_minus_1e9_is_rejected():
-    def ssmax(x, s):
-        z = s * np.log(x.shape[-1]) * x
-        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), -1e9))
-        return e / e.sum(-1, keepdims=True)
-
-    _verdict("09b", "q1", ssmax)
-
-
 def test_06_q1_the_sum_to_1_step_names_a_float16_step_too():
     """Rerun 11: a float16 cast whose first failure is the sum (0.999) was sent only to the support size."""
     from course_utils.exercises.lesson06 import _q1_sums_to_one
 
     assert "float16" in _q1_sums_to_one.next_step and "`.dtype`" in _q1_sums_to_one.next_step
-
-
-def test_05_q2_an_additive_minus_inf_mask_is_rejected_on_blocked_scores_of_inf_and_nan():
-    def answer(scores, mask):
-        s = scores + np.where(mask, 0.0, -np.inf)
-        m = s.max(-1, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0.0)
-        e = np.exp(s - m)
-        t = e.sum(-1, keepdims=True)
-        return e / np.where(t > 0, t, 1.0)
-
-    _verdict("05", "q2", answer)
 
 
 # --- the twelfth rerun ---------------------------------------------------------------------------------------------
@@ -737,7 +717,7 @@ def test_09b_q1_a_flush_before_normalizing_is_not_called_rounding():
     assert "rounded to" not in message
 
 
-def test_05_q2_an_additive_mask_on_blocked_inf_is_told_that_adding_reads_the_blocked_scores():
+def test_05_q2_an_additive_minus_inf_mask_is_rejected_on_blocked_inf_and_nan_and_told_adding_reads_them():
     def answer(scores, mask):
         s = scores + np.where(mask, 0.0, -np.inf)
         m = s.max(-1, keepdims=True)
