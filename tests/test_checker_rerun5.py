@@ -26,6 +26,61 @@ def _verdict(lesson: str, question: str, answer):
     return _unwrapped(verdict.message), _unwrapped(verdict.next_step or "")
 
 
+# --- wrong answers that several tests put to several exercises ------------------------------------------------
+
+
+def _flushed(p, threshold):
+    p = np.array(p, dtype=float)
+    p[p < threshold] = 0.0
+    return p
+
+
+def _merge_answer(*, floor=None, flush=0.0):
+    """07b q3's merge of chunk outputs: right, or its shift floored at `floor`, or its shares below `flush` set to 0."""
+    def merge(outs, lses):
+        top = lses.max(axis=0)
+        shift = np.where(np.isneginf(top), 0.0, top) if floor is None else np.maximum(top, floor)
+        w = np.exp(lses - shift)
+        share = w / np.where(w.sum(axis=0) > 0, w.sum(axis=0), 1.0)
+        return (_flushed(share, flush)[..., None] * outs).sum(axis=0)
+
+    return merge
+
+
+def _ssmax_answer(*, floor=-np.inf, flush=0.0, flush_exponentials=0.0):
+    """09b q1's scalable softmax: right, or with its shift floored at `floor`, or small values set to 0 after (`flush`)
+    or before (`flush_exponentials`) normalizing."""
+    def ssmax(x, s):
+        z = s * np.log(x.shape[-1]) * x
+        e = _flushed(np.exp(z - np.maximum(z.max(axis=-1, keepdims=True), floor)), flush_exponentials)
+        return _flushed(e / e.sum(-1, keepdims=True), flush)
+
+    return ssmax
+
+
+def _state_merge_answer(floor):
+    """07 q1's merge of two (m, ell) states with its shift floored at `floor`: right only while max(m1, m2) >= floor."""
+    def merge(m1, ell1, m2, ell2):
+        m = max(m1, m2)
+        shift = max(m, floor)
+        return m, ell1 * np.exp(m1 - shift) + ell2 * np.exp(m2 - shift)
+
+    return merge
+
+
+def _flash_forward_answer(flush):
+    """07 q2's tiled loop: the lesson's own solution, with every tile weight below `flush` set to 0."""
+    from course_utils.exercises.lesson07 import _Q2_SOLUTION
+    import re
+
+    code = re.search(r"```python\n(.*?)```", _Q2_SOLUTION, re.S).group(1)
+    flushed = code.replace("p = np.exp(s - shift[:, None])", f"p = np.exp(s - shift[:, None]); p[p < {flush!r}] = 0.0")
+    assert flushed != code
+    namespace = {"np": np}
+    exec(flushed, namespace)  # noqa: S102 - the lesson's own solution, with a flush put in
+    return next(v for k, v in namespace.items() if callable(v) and k != "np")
+
+
 # --- lesson 05 q2: masked softmax ------------------------------------------------------------------------------
 
 
@@ -377,38 +432,15 @@ def test_02_q2_a_floor_at_minus_1e4_is_rejected():
 
 
 @pytest.mark.parametrize("lesson,question,answer", [
-    ("07b", "q3", lambda outs, lses: _flushed_merge(outs, lses)),
+    ("07b", "q3", _merge_answer(flush=1e-5)),
     ("06", "q1", lambda x: _flushed(_sparsemax(x), 1e-8)),
 ], ids=["07b q3 shares below 1e-5", "06 q1 weights below 1e-8"])
 def test_flushes_of_small_weights_left_by_the_fifth_rerun_are_rejected(lesson, question, answer):
     _verdict(lesson, question, answer)
 
 
-def _flushed(p, threshold):
-    p = np.array(p, dtype=float)
-    p[p < threshold] = 0.0
-    return p
-
-
-def _flushed_merge(outs, lses):
-    top = lses.max(axis=0)
-    shift = np.where(np.isneginf(top), 0.0, top)
-    w = _flushed(np.exp(lses - shift), 0.0)
-    share = w / np.where(w.sum(axis=0) > 0, w.sum(axis=0), 1.0)
-    return (_flushed(share, 1e-5)[..., None] * outs).sum(axis=0)
-
-
 def test_07_q2_a_flush_of_tile_weights_is_rejected():
-    from course_utils.exercises.lesson07 import _Q2_SOLUTION
-    import re
-
-    code = re.search(r"```python\n(.*?)```", _Q2_SOLUTION, re.S).group(1)
-    code = code.replace("p = np.exp(s - shift[:, None])", "p = np.exp(s - shift[:, None]); p[p < 1e-6] = 0.0")
-    assert "p[p < 1e-6]" in code
-    namespace = {"np": np}
-    exec(code, namespace)  # noqa: S102 - the lesson's own solution, with a flush put in
-    _verdict("07", "q2", namespace["tiled_attention_forward"] if "tiled_attention_forward" in namespace
-             else next(v for k, v in namespace.items() if callable(v) and k not in ("np",)))
+    _verdict("07", "q2", _flash_forward_answer(1e-6))
 
 
 def test_07b_q1_a_finite_fill_gets_a_remedy_that_names_the_fill():
@@ -457,33 +489,15 @@ def test_05_q1_pad_rows_opened_by_an_or_get_a_step_about_that_input_and_the_or()
 
 
 def test_07b_q3_a_flush_of_shares_below_1e_6_is_rejected():
-    def answer(outs, lses):
-        top = lses.max(axis=0)
-        w = np.exp(lses - np.where(np.isneginf(top), 0.0, top))
-        share = w / np.where(w.sum(axis=0) > 0, w.sum(axis=0), 1.0)
-        return (_flushed(share, 1e-6)[..., None] * outs).sum(axis=0)
-
-    _verdict("07b", "q3", answer)
+    _verdict("07b", "q3", _merge_answer(flush=1e-6))
 
 
 def test_09b_q1_a_flush_of_weights_below_1e_9_is_rejected():
-    def answer(x, s):
-        z = s * math.log(x.shape[-1]) * x
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        return _flushed(e / e.sum(-1, keepdims=True), 1e-9)
-
-    _verdict("09b", "q1", answer)
+    _verdict("09b", "q1", _ssmax_answer(flush=1e-9))
 
 
 def test_07_q2_a_flush_of_tile_weights_below_1e_8_is_rejected():
-    from course_utils.exercises.lesson07 import _Q2_SOLUTION
-    import re
-
-    code = re.search(r"```python\n(.*?)```", _Q2_SOLUTION, re.S).group(1)
-    code = code.replace("p = np.exp(s - shift[:, None])", "p = np.exp(s - shift[:, None]); p[p < 1e-8] = 0.0")
-    namespace = {"np": np}
-    exec(code, namespace)  # noqa: S102 - the lesson's own solution, with a flush put in
-    _verdict("07", "q2", next(v for k, v in namespace.items() if callable(v) and k != "np"))
+    _verdict("07", "q2", _flash_forward_answer(1e-8))
 
 
 def test_04_q2_a_wrong_answer_that_builds_the_jacobian_is_not_called_right():
@@ -507,12 +521,9 @@ def test_05_q2_masking_after_the_softmax_with_np_where_gets_a_step_that_fits_it(
 # --- the eighth rerun ----------------------------------------------------------------------------------------------
 
 
-def test_05_q2_a_flush_of_weights_below_1e_7_is_rejected():
-    def answer(scores, mask):
-        p = _masked_softmax(scores, mask)
-        return np.where(p < 1e-7, 0.0, p)
-
-    _verdict("05", "q2", answer)
+@pytest.mark.parametrize("threshold", [1e-7, 1e-8], ids=["eighth rerun", "ninth rerun"])
+def test_05_q2_a_flush_of_small_weights_is_rejected(threshold):
+    _verdict("05", "q2", lambda scores, mask: _flushed(_masked_softmax(scores, mask), threshold))
 
 
 def test_05b_q1_a_mask_built_from_zero_embeddings_is_not_told_to_add_a_mask():
@@ -521,12 +532,7 @@ def test_05b_q1_a_mask_built_from_zero_embeddings_is_not_told_to_add_a_mask():
 
 
 def test_09b_q1_a_flush_is_not_called_float32():
-    def answer(x, s):
-        z = s * np.log(x.shape[-1]) * x
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        return _flushed(e / e.sum(-1, keepdims=True), 1e-9)
-
-    message, _ = _verdict("09b", "q1", answer)
+    message, _ = _verdict("09b", "q1", _ssmax_answer(flush=1e-9))
     assert "float32" not in message
 
 
@@ -554,30 +560,11 @@ def test_09_q1_uniform_weights_for_a_fully_masked_row_are_named():
 
 @pytest.mark.parametrize("threshold", [1e-9, 1e-10])
 def test_flushes_below_1e_9_are_rejected_in_07b_q3_and_09b_q1(threshold):
-    def merge(outs, lses):
-        top = lses.max(axis=0)
-        w = np.exp(lses - np.where(np.isneginf(top), 0.0, top))
-        share = w / np.where(w.sum(axis=0) > 0, w.sum(axis=0), 1.0)
-        return (_flushed(share, threshold)[..., None] * outs).sum(axis=0)
-
-    def ssmax(x, s):
-        z = s * np.log(x.shape[-1]) * x
-        e = np.exp(z - z.max(axis=-1, keepdims=True))
-        return _flushed(e / e.sum(-1, keepdims=True), threshold)
-
-    _verdict("07b", "q3", merge)
-    _verdict("09b", "q1", ssmax)
+    _verdict("07b", "q3", _merge_answer(flush=threshold))
+    _verdict("09b", "q1", _ssmax_answer(flush=threshold))
 
 
 # --- the ninth rerun -----------------------------------------------------------------------------------------------
-
-
-def test_05_q2_a_flush_of_weights_below_1e_8_is_rejected():
-    def answer(scores, mask):
-        p = _masked_softmax(scores, mask)
-        return np.where(p < 1e-8, 0.0, p)
-
-    _verdict("05", "q2", answer)
 
 
 def test_01_q1_the_last_weight_as_1_minus_the_others_passes():
@@ -591,18 +578,8 @@ def test_01_q1_the_last_weight_as_1_minus_the_others_passes():
 
 
 def test_a_shift_clamped_at_0_is_rejected_in_07_q1_and_09b_q1():
-    def merge(m1, ell1, m2, ell2):
-        m = max(m1, m2)
-        shift = max(m, 0.0)
-        return m, ell1 * np.exp(m1 - shift) + ell2 * np.exp(m2 - shift)
-
-    def ssmax(x, s):
-        z = s * np.log(x.shape[-1]) * x
-        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), 0.0))
-        return e / e.sum(-1, keepdims=True)
-
-    _verdict("07", "q1", merge)
-    _verdict("09b", "q1", ssmax)
+    _verdict("07", "q1", _state_merge_answer(0.0))
+    _verdict("09b", "q1", _ssmax_answer(floor=0.0))
 
 
 def test_05b_q4_nan_weights_replaced_by_1_over_s_are_named_among_the_missing_guards():
@@ -636,22 +613,12 @@ def test_01_q1_a_float32_input_is_named_as_float32_in_the_message():
 
 @pytest.mark.parametrize("floor", [-1e4, -1e9])
 def test_a_shift_floored_at_a_finite_number_is_rejected_in_07b_q3(floor):
-    def merge(outs, lses):
-        w = np.exp(lses - np.maximum(lses.max(0), floor))
-        t = w.sum(0)
-        return np.einsum("nl,nle->le", w, outs) / np.where(t > 0, t, 1.0)[:, None]
-
-    _verdict("07b", "q3", merge)
+    _verdict("07b", "q3", _merge_answer(floor=floor))
 
 
 @pytest.mark.parametrize("floor", [-1e4, -1e9])
 def test_09b_q1_a_shift_floored_at_a_finite_number_is_rejected(floor):
-    def ssmax(x, s):
-        z = s * np.log(x.shape[-1]) * x
-        e = np.exp(z - np.maximum(z.max(-1, keepdims=True), floor))
-        return e / e.sum(-1, keepdims=True)
-
-    _verdict("09b", "q1", ssmax)
+    _verdict("09b", "q1", _ssmax_answer(floor=floor))
 
 
 def test_09b_q2_the_exp_form_with_nan_to_num_is_named_as_a_hidden_overflow():
@@ -698,22 +665,11 @@ def test_07b_q3_a_finite_fill_for_an_empty_chunks_lse_is_rejected():
 
 
 def test_07_q1_a_shift_floored_at_minus_1e4_is_rejected():
-    def merge(m1, ell1, m2, ell2):
-        m = max(m1, m2)
-        shift = max(m, -1e4)
-        return m, ell1 * np.exp(m1 - shift) + ell2 * np.exp(m2 - shift)
-
-    _verdict("07", "q1", merge)
+    _verdict("07", "q1", _state_merge_answer(-1e4))
 
 
 def test_09b_q1_a_flush_before_normalizing_is_not_called_rounding():
-    def ssmax(x, s):
-        z = s * np.log(x.shape[-1]) * x
-        e = np.exp(z - z.max(-1, keepdims=True))
-        e = np.where(e < 1e-10, 0.0, e)
-        return e / e.sum(-1, keepdims=True)
-
-    message, _ = _verdict("09b", "q1", ssmax)
+    message, _ = _verdict("09b", "q1", _ssmax_answer(flush_exponentials=1e-10))
     assert "rounded to" not in message
 
 

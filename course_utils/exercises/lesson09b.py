@@ -236,9 +236,10 @@ def _cap_not_lost(run: Run) -> str | None:
     if not lost.any():
         return None
     error = first_float_error(run.function, run.case)
-    seen = f"NumPy reports {error}: " if error else ""
-    return (f"gives 0 where the expected is {describe(run.expected[lost][0])}, near the cap: {seen}an exponential of a "
-            "large logit overflowed to inf, inf / inf is nan, and something turned the nan into 0")
+    why = (f"NumPy reports {error}: an exponential of a large logit overflowed to inf, inf / inf is nan, and "
+           "something turned the nan into 0" if error else
+           "a value near the cap came back as 0 (an overflow hidden by `np.nan_to_num` or a guard, say)")
+    return f"gives 0 where the expected is {describe(run.expected[lost][0])}, near the cap: {why}"
 
 
 _cap_not_lost.next_step = (  # type: ignore[attr-defined]
