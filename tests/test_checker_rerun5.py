@@ -70,14 +70,19 @@ def _state_merge_answer(floor):
 
 def _flash_forward_answer(flush):
     """07 q2's tiled loop: the lesson's own solution, with every tile weight below `flush` set to 0."""
+    return _edited_flash_forward("p = np.exp(s - shift[:, None])", f"p = np.exp(s - shift[:, None]); p[p < {flush!r}] = 0.0")
+
+
+def _edited_flash_forward(line, replacement):
+    """07 q2's tiled loop: the lesson's own solution, with `line` replaced."""
     from course_utils.exercises.lesson07 import _Q2_SOLUTION
     import re
 
     code = re.search(r"```python\n(.*?)```", _Q2_SOLUTION, re.S).group(1)
-    flushed = code.replace("p = np.exp(s - shift[:, None])", f"p = np.exp(s - shift[:, None]); p[p < {flush!r}] = 0.0")
-    assert flushed != code
+    edited = code.replace(line, replacement)
+    assert edited != code
     namespace = {"np": np}
-    exec(flushed, namespace)  # noqa: S102 - the lesson's own solution, with a flush put in
+    exec(edited, namespace)  # noqa: S102 - the lesson's own solution, with one line changed
     return next(v for k, v in namespace.items() if callable(v) and k != "np")
 
 
@@ -192,6 +197,14 @@ def test_07_q2_a_running_maximum_started_at_0_is_named_as_0_over_0_not_overflow(
     message, _ = _verdict("07", "q2", answer)
     assert "nothing overflowed before it" in message and "started at 0" in message
     assert "overflows once the scores jump" not in message
+
+
+@pytest.mark.parametrize("floor", [-1e4, -1e9])
+def test_07_q2_a_running_maximum_floored_at_a_finite_number_is_caught_and_named(floor):
+    answer = _edited_flash_forward("m_new = np.maximum(m, s.max(axis=1))",
+                                   f"m_new = np.maximum(np.maximum(m, s.max(axis=1)), {floor!r})")
+    message, _ = _verdict("07", "q2", answer)
+    assert "-2e10" in message and "floored at any finite number" in message
 
 
 # --- lesson 06 q1: Michelot's algorithm, flushes ------------------------------------------------------------------

@@ -794,8 +794,8 @@ def _q2_nonfinite_hint(run: Run) -> str:
         return (
             f"NumPy reports {error}, and nothing overflowed before it: every e^(s - m) of some row underflowed to "
             "0, so its ell is 0 and acc / ell divides by 0. That happens where m stays above all of the row's "
-            "scores, as a running maximum started at 0 (or any finite number) does when every score is near -800. "
-            "The maximum must come from the scores themselves."
+            f"scores, as a running maximum started at 0, or floored at any finite number, does when every score is far "
+            f"below it (here every score is at most {_top_score(case):.4g}). The maximum must come from the scores themselves."
         )
     return (
         (f"NumPy reports {error}. " if error else "")
@@ -842,6 +842,29 @@ def _q2_levels(seed: int, L: int, S: int) -> tuple[np.ndarray, np.ndarray, np.nd
     q[1::2, 0] = -1.0
     k[:, 0] += 1600.0  # the score is q . k / sqrt(4): about +800 for q[i, 0] = 1, -800 for q[i, 0] = -1
     return q, k, v
+
+
+def _q2_far_below(seed: int, L: int, S: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Inputs whose scores are all near -2e10 and at least 1000 apart, computed exactly by any right loop.
+
+    Each query's only nonzero coordinate is 1 or 2 and each key's first coordinate an integer, so every
+    score q . k / sqrt(4) is exact in any order of summation; each row's weights are then exactly 1 and 0
+    (e^-1000 underflows), and so is every right loop's output. A running maximum floored at -1e4 or -1e9
+    has every e^(s - m) = 0 here.
+    """
+    rng = np.random.default_rng(seed)
+    q = np.zeros((L, 4))
+    q[:, 0] = 1.0 + np.arange(L) % 2
+    k = np.zeros((S, 4))
+    k[:, 0] = -4e10 + 2000.0 * rng.permutation(S)  # scores -2e10 + 1000 p and -4e10 + 2000 p
+    k[:, 1:] = rng.normal(size=(S, 3))  # read only through q's zeros
+    return q, k, rng.normal(size=(S, 3))
+
+
+def _top_score(case: Case) -> float:
+    q, k = case.args[0], case.args[1]
+    with np.errstate(invalid="ignore"):
+        return float(np.max(q @ k.T / math.sqrt(q.shape[1])))
 
 
 def _q2_masked_first_tile(seed: int, L: int, S: int, block_k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -900,6 +923,7 @@ def _q2() -> FunctionExercise:
                      "a weight of 4e-11: small, not 0"),
             _q2_case(_q2_masked_first_tile(8, 5, 7, 3), 2, 3, "the first tile of keys scores -inf for every query"),
             _q2_case(_q2_levels(15, 4, 7), 4, 3, "rows of one tile near +800 and near -800"),
+            _q2_case(_q2_far_below(20, 5, 7), 2, 3, "every score near -2e10 or -4e10, 1000 or more apart"),
             # 1024 keys in tiles of 64: the checker follows which keys each operation reads. block_k = 64 lets a
             # loop with its own fixed 64 x 64 tiles pass; block_q = 4 tells one query, a tile and all 8 apart.
             _q2_case(_q2_jump(18, 8, 1024, 512, 20.0), 4, 64, "the checker follows which keys each step reads",
