@@ -711,3 +711,38 @@ def test_05_q2_an_answer_under_its_own_errstate_is_not_told_it_underflowed_for_s
 
     message, _ = _verdict("05", "q2", answer)
     assert "an `np.errstate` of yours hides it" in message
+
+
+# --- found while the thirteenth rerun ran: a pair of scalars (07 q1's (m, ell)) -----------------------------------
+
+
+def _torch_merge(dtype):
+    def merge(m1, ell1, m2, ell2):
+        m1, ell1, m2, ell2 = (torch.tensor(x, dtype=dtype) for x in (m1, ell1, m2, ell2))
+        m = torch.maximum(m1, m2)
+        if torch.isneginf(m):
+            return m, torch.tensor(0.0, dtype=dtype)
+        return m, ell1 * torch.exp(m1 - m) + ell2 * torch.exp(m2 - m)
+
+    return merge
+
+
+def test_07_q1_a_pair_of_float64_torch_scalars_is_a_right_answer():
+    assert L["07"].q1.evaluate(_torch_merge(torch.float64)).passed
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_07_q1_a_pair_of_low_precision_torch_scalars_is_named_by_its_dtype(dtype):
+    message, _ = _verdict("07", "q1", _torch_merge(dtype))
+    assert f"returned {str(dtype).removeprefix('torch.')} values" in message and "tuple" not in message
+
+
+def test_07_q1_a_pair_of_numpy_float32_scalars_is_named_as_float32():
+    def merge(m1, ell1, m2, ell2):
+        m = np.float32(max(m1, m2))
+        if m == -np.inf:
+            return m, np.float32(0.0)
+        return m, np.float32(ell1) * np.exp(np.float32(m1) - m) + np.float32(ell2) * np.exp(np.float32(m2) - m)
+
+    message, _ = _verdict("07", "q1", merge)
+    assert "returned float32 values" in message

@@ -967,19 +967,26 @@ def peak_memory(function: Callable[..., Any], *args: Any) -> int | None:
     return peak
 
 
+def _from_torch(value: Any) -> Any:
+    """A tensor as a NumPy array (bfloat16 as float32, which holds it exactly); anything else unchanged."""
+    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
+        value = value.detach().cpu()
+        return (value.float() if str(value.dtype) == "torch.bfloat16" else value).numpy()
+    return value
+
+
 def _as_numbers(value: Any, what: str, *, allow_text: bool = False) -> np.ndarray:
     """Convert a learner's value to a float array, or fail with a sentence.
 
     With `allow_text`, a single number written as text, "3/16" or "0.1875", is accepted too.
     """
     if isinstance(value, tuple) and len(value) > 1 and any(
-            type(v).__module__.startswith("torch") or (isinstance(v, np.ndarray) and v.ndim) for v in value):
-        # several arrays or tensors, e.g. nn.MultiheadAttention's (output, weights); a pair of numbers is an answer
+            getattr(v, "ndim", 0) and (type(v).__module__.startswith("torch") or isinstance(v, np.ndarray)) for v in value):
+        # several arrays or tensors, e.g. nn.MultiheadAttention's (output, weights); a pair of numbers (NumPy or
+        # PyTorch scalars included) is an answer
         kinds = ", ".join(type(v).__name__ for v in value[:3]) + (", ..." if len(value) > 3 else "")
         raise _Failed(f"{what} a tuple of {len(value)} values ({kinds}): return only the one asked for")
-    if type(value).__module__.startswith("torch") and hasattr(value, "detach"):
-        value = value.detach().cpu()
-        value = (value.float() if str(value.dtype) == "torch.bfloat16" else value).numpy()
+    value = tuple(_from_torch(v) for v in value) if isinstance(value, tuple) else _from_torch(value)
     if allow_text and isinstance(value, str):
         try:
             value = float(Fraction(value.strip()))
@@ -993,7 +1000,15 @@ def _as_numbers(value: Any, what: str, *, allow_text: bool = False) -> np.ndarra
 
 
 def _dtype_name(value: Any) -> str | None:
-    """The dtype of an array or tensor as a NumPy-style name ("float32", "bfloat16", "bool"); None for lists and numbers."""
+    """The dtype of an array or tensor as a NumPy-style name ("float32", "bfloat16", "bool"); None for lists and numbers.
+
+    A tuple (such as a pair ``(m, ell)``) has the dtype of its least precise 16- or 32-bit float entry, so that
+    a pair of float32 scalars is read as float32 values; else the dtype all its entries share, if any.
+    """
+    if isinstance(value, tuple) and value:
+        names = [_dtype_name(entry) for entry in value]
+        low = [name for name in ("float16", "bfloat16", "float32") if name in names]
+        return low[0] if low else names[0] if len(set(names)) == 1 else None
     dtype = getattr(value, "dtype", None)
     if dtype is None:
         return None
@@ -1038,7 +1053,7 @@ def _call(function: Callable[..., Any], case: Case) -> tuple[np.ndarray, str | N
                       "`print` the result instead of returning it)?", "returning None", slip=True,
                       steps=_slip_steps("returning None"))
     dtype = _dtype_name(out)
-    if dtype == "bfloat16":  # NumPy has no bfloat16: compare its values in float32, which holds them exactly
+    if dtype == "bfloat16" and not isinstance(out, tuple):  # NumPy has no bfloat16: compare in float32, which holds it
         out = out.float()
     try:
         return _as_numbers(out, "your function returned"), dtype
