@@ -128,7 +128,8 @@ def test_the_solutions_pass(capsys):
 
 
 @pytest.mark.parametrize(("fill", "accepted"), [(-1e9, True), (torch.finfo(torch.float64).min, True), (-1e5, False), (-1e4, False),
-                                               (-6e5, False)])  # -6e5: review 33, A2 (the scores are -1e6 after the scale)
+                                               (-6e5, False), (-1e6, False)])  # -6e5: review 33, A2; -1e6: rerun 13
+# (after the scale, every allowed score of the case with scores of size 1e6 lies below -1e6)
 def test_q4_a_finite_fill_with_the_empty_row_guard_passes_only_if_it_is_far_enough(fill, accepted, capsys):
     def fix(Q, K, V, mask=None):
         scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.size(-1))

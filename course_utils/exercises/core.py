@@ -1795,14 +1795,17 @@ class FunctionExercise(Exercise):
         try:
             self._compare(Run(answer, case, out, expected, dtype, self.reference))
         except _Failed as failure:
-            lost = _digits_lost(dtype, expected, self.rtol, self.atol)
+            cast = None if dtype in _LOW_PRECISION_DIGITS else _sixteen_bit_values(out, expected)
+            lost = _digits_lost(cast or dtype, expected, self.rtol, self.atol)
             if failure.slip or lost is None:
                 raise
             diff = _max_diff(out, expected)
             with np.errstate(over="ignore"):
                 float32_would_pass = _agree(expected.astype(np.float32).astype(np.float64), expected, self.rtol, self.atol)
-            needs = f"more digits than {dtype} keeps" if float32_would_pass else "float64's"
-            raise _Failed(f"on input {case.describe()} your function returned {dtype} values, which keep about "
+            needs = f"more digits than {cast or dtype} keeps" if float32_would_pass else "float64's"
+            shown = f"{dtype or 'float64'} values that are all {cast} numbers" if cast else f"{dtype} values"
+            dtype = cast or dtype
+            raise _Failed(f"on input {case.describe()} your function returned {shown}, which keep about "
                           f"{lost} significant digits; this check needs {needs} (max abs diff {diff:.2g})",
                           "returning low-precision numbers", slip=True,
                           steps=_slip_steps("returning low-precision numbers", dtype=dtype, digits=lost)) from None
@@ -1822,11 +1825,13 @@ class FunctionExercise(Exercise):
         if not whole and digits is None:
             return
         # Only tiny weights come back as 0 (and their row's large one as 1): a flush of small values, which any
-        # rounding would also give, not a rounding of the result.
+        # rounding would also give, not a rounding of the result, unless the answer rounds other cases' values.
         with np.errstate(invalid="ignore"):
             differs = ~np.isclose(out, expected, rtol=self.rtol, atol=self.atol)
-        if not whole and differs.any() and np.all(((o == 0) & (np.abs(e) < 1e-6)) | ((o == 1) & (np.abs(e - 1) < 1e-6))
-                                                  | ~differs[finite]):
+        if not whole and differs.any() and _only_flushes(out, expected, differs) and not any(
+                _rounded_to(o, e) is not None and not _only_flushes(o, e, o != e)
+                for o, e in zip(self._outputs(run.function), self._outputs(self.reference, "the reference"))
+                if o is not None and e is not None and o.shape == e.shape):
             return
         # Only where no known mistake gives these outputs (a shift without the logsumexp can give whole numbers
         # too), and, for whole numbers, only where the answer gives whole numbers on every case.
@@ -1950,6 +1955,44 @@ _SMALL_ERROR_STEP = (
 _LOW_PRECISION_DIGITS = {"float16": 3, "bfloat16": 3, "float32": 7}
 
 
+def _fits_bits(values: np.ndarray, bits: int) -> bool:
+    """Whether every one of the finite `values` has at most `bits` significant bits.
+
+    Examples
+    --------
+    >>> _fits_bits(np.array([0.5, 0.75, 3.0]), 2), _fits_bits(np.array([0.1]), 24)
+    (True, False)
+    """
+    mantissa, _ = np.frexp(values[np.isfinite(values)])
+    scaled = np.ldexp(mantissa, bits)
+    return bool(np.array_equal(scaled, np.round(scaled)))
+
+
+def _sixteen_bit_values(out: np.ndarray, expected: np.ndarray) -> str | None:
+    """"bfloat16" or "float16" where float64 `out` is numbers of that type close to `expected`, else None.
+
+    A step computed in that type and cast back gives such numbers. Fewer than two distinct values of more than
+    6 significant bits (such as 0.2119, not 0, 1, 0.5 or 64.5) are too few to tell, and values farther from `expected` than the type's rounding (2^-8 or
+    2^-11 relative, doubled) are wrong for another reason.
+
+    Examples
+    --------
+    >>> p = np.array([0.2119416, 0.5761169, 0.2119416])
+    >>> _sixteen_bit_values(p.astype(np.float16).astype(np.float64), p), _sixteen_bit_values(np.round(p, 3), p)
+    ('float16', None)
+    """
+    finite = out[np.isfinite(out)]
+    if len({float(x) for x in finite if not _fits_bits(np.array([x]), 6)}) < 2:
+        return None
+    with np.errstate(over="ignore", invalid="ignore"):
+        for name, bits in (("bfloat16", 8), ("float16", 11)):
+            fits = _fits_bits(finite, bits) and (name == "bfloat16" or np.array_equal(
+                finite.astype(np.float16).astype(np.float64), finite))
+            if fits and np.allclose(out, expected, rtol=2.0 ** (1 - bits), atol=2.0 ** (1 - bits), equal_nan=True):
+                return name
+    return None
+
+
 def _digits_lost(dtype: str | None, expected: np.ndarray, rtol: float, atol: float) -> int | None:
     """The significant digits of `dtype` where it is a low precision that cannot pass this check, else None.
 
@@ -2013,6 +2056,13 @@ def _rounded_slip(run: Run, digits: int) -> _Failed:
                    f"{describe(run.output[worst], digits + 2)} where the expected is {describe(run.expected[worst], 17)}",
                    f"rounding the result to {digits} {unit}", slip=True,
                    steps=_slip_steps("rounding the result", digits=str(digits)))
+
+
+def _only_flushes(out: np.ndarray, expected: np.ndarray, differs: np.ndarray) -> bool:
+    """Whether every finite entry marked in `differs` is a tiny weight returned as 0, or its row's large one as 1."""
+    finite = np.isfinite(out) & np.isfinite(expected)
+    o, e = out[finite], expected[finite]
+    return bool(np.all(((o == 0) & (np.abs(e) < 1e-6)) | ((o == 1) & (np.abs(e - 1) < 1e-6)) | ~differs[finite]))
 
 
 def _rounded_to(out: np.ndarray, expected: np.ndarray, most: int = 12) -> int | None:

@@ -20,7 +20,8 @@ dominates, where masking after the softmax and renormalizing gives 0/0; q4 has c
 
 Fill values: q2 and q3 accept a finite fill such as -1e4 with the right polarity, since
 their allowed scores are of order 1 and exp(fill - max) is then exactly 0 in float64; the weak
-fill is q4's subject, whose case with scores of size 1e6 rejects any fill above about -1e6 (-1e5, -6e5).
+fill is q4's subject, whose case with scores of size 1e6 rejects any fill of -1e6 or above (-1e5, -6e5,
+-1e6): its allowed scores lie below -1e6.
 """
 
 from __future__ import annotations
@@ -894,7 +895,7 @@ def _q4_zero_weights_not_output(Q, K, V, mask=None):
 
 #: The seed's -1e9 (or -inf made finite by `nan_to_num`) without a guard; a finite fill too weak for scores of 1e6.
 _Q4_SEED = "a finite fill without the empty-row guard (the seed with d_k defined)"
-_Q4_WEAK = "a finite fill above -1e6 (-1e4, -1e5, -6e5), with the empty-row guard"
+_Q4_WEAK = "a finite fill of -1e6 or above (-1e4, -1e5, -6e5, -1e6), with the empty-row guard"
 _Q4_NAN_ROWS = "-inf with the rows that have no allowed key left NaN (no guard, or a guard that multiplies)"
 _Q4_MULTIPLIED = (
     "the rows with no allowed key are NaN, and 'zeroing' them by multiplying by `mask.any(-1, keepdim=True)` "
@@ -905,7 +906,7 @@ _Q4_MISTAKES = {
     "no guard for a query with no allowed key (a finite fill such as the seed's -1e9, -inf made finite by "
     "`nan_to_num`, or NaN weights replaced by 1/S): right where a query has an allowed key, but a query with none "
     "gets uniform weights, the average of all values, instead of zeros": _q4_seed_with_d_k,
-    "a finite fill such as -1e4, -1e5 or -6e5 is not far enough below scores of size 1e6: blocked keys win the "
+    "a finite fill such as -1e4, -1e5, -6e5 or -1e6 is not far enough below scores of size 1e6: blocked keys win the "
     "softmax": _q4_weak_fill,
     "-inf without a working guard: a query with no allowed key gets NaN": _q4_minus_inf,
     "d_k must be the length of the query and key vectors, Q.size(-1), not a number of tokens": _q4_keys_as_d_k,
@@ -1037,7 +1038,7 @@ by selecting on the mask, `torch.where(has_key, ..., 0.0)` (preferably on the we
 never by multiplying: NaN × 0 is NaN. `nan_to_num(0.0)` gives the same here, where an empty row
 is NaN, but it decides by the values: lesson 05c meets GPU backends whose empty rows are finite,
 and there only the mask can tell. A far finite fill with the same guard is right
-too; -1e5 or -1e4 is not, as the case with scores of size 1e6 shows. Without a mask, the
+too; -1e6, -1e5 or -1e4 is not, as the case with scores of size 1e6 shows. Without a mask, the
 function is plain attention: keep every mask step under `if mask is not None`.
 """
 
@@ -1047,13 +1048,13 @@ def _q4_cases() -> list[Case]:
     causal = torch.ones(4, 4, dtype=torch.bool).tril()
     padded_left = torch.tensor([False, False, True, True, True])  # two pads on the left, with a causal mask
     left = torch.ones(5, 5, dtype=torch.bool).tril() & padded_left[None, :]
-    # Scores of size 1e6: each query scores about -1e6 against its two allowed keys after the scale 1/√4 = 1/2
-    # (q·k about -2e6), so any fill above about -1e6 (-1e5, -6e5) on the two blocked keys would be the largest
-    # score of the row.
+    # Scores of size 1e6: each query scores about -1.001e6 against its two allowed keys after the scale 1/√4 = 1/2
+    # (q·k about -2.002e6, every one below -2e6), so any fill of -1e6 or above (-1e5, -6e5, -1e6) on the two
+    # blocked keys would be the largest score of the row.
     u = _t(gen.normal(size=4))
     u = u / u.norm()
     q_big = 2000.0 * u + _t(gen.normal(size=(3, 4)))
-    k_big = torch.cat([-1000.0 * u + _t(gen.normal(size=(2, 4))), _t(gen.normal(size=(2, 4)))])
+    k_big = torch.cat([-1001.0 * u + _t(gen.normal(size=(2, 4))), _t(gen.normal(size=(2, 4)))])
     big = (q_big, k_big, _t(gen.normal(size=(4, 3))))
     # Values of another length than the queries and keys (d_v != d_k), so that a scale by √d_v is wrong.
     return [
