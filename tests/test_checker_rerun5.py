@@ -781,4 +781,42 @@ def test_01_q1_a_softmax_computed_in_float16_and_cast_back_is_named_as_float16()
         return (e / e.sum(axis=axis, keepdims=True)).astype(np.float64)
 
     message, step = _verdict("01", "q1", softmax)
-    assert "float64 values that are all float16 numbers" in message and "float16" in step
+    assert "float64 values that are all 16-bit floats (float16 or bfloat16)" in message and ".half()" in step
+
+
+# --- the fourteenth rerun ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threshold", [1e-9, 1e-12, 1e-15])
+def test_09_q1_a_flush_before_normalizing_is_not_called_rounding(threshold):
+    """The flush moves the sink's weight of 0.5 by one ulp; that is no rounding of the other cases."""
+    def sink_softmax(x, sink):
+        m = np.maximum(x.max(-1, keepdims=True), sink)
+        e = np.exp(x - m)
+        e = np.where(e < threshold, 0.0, e)
+        return e / (np.exp(sink - m) + e.sum(-1, keepdims=True))
+
+    message, step = _verdict("09", "q1", sink_softmax)
+    assert "rounded to" not in message and "flush of small weights" in message and "rounding" not in step
+
+
+@pytest.mark.parametrize("make", ["bfloat16", "subtract"])
+def test_04_q3_and_02_q2_bfloat16_steps_are_never_called_float16_alone(make):
+    if make == "bfloat16":
+        def answer(logits, targets):
+            return torch.softmax(torch.as_tensor(logits), -1).bfloat16().double().numpy() - targets
+        message, step = _verdict("04", "q3", answer)
+    else:
+        def answer(x):
+            m = x.max(-1, keepdims=True)
+            return x - m - torch.logsumexp(torch.as_tensor(x - m).bfloat16(), -1, keepdim=True).double().numpy()
+        message, step = _verdict("02", "q2", answer)
+    assert "float16 numbers" not in message and "shows float16 is" not in step
+
+
+def test_01_q1_a_softmax_in_bfloat16_is_named_as_bfloat16():
+    def softmax(x, axis=-1):
+        return torch.softmax(torch.tensor(x).to(torch.bfloat16), dim=axis).double().numpy()
+
+    message, step = _verdict("01", "q1", softmax)
+    assert "float64 values that are all bfloat16 numbers" in message and ".bfloat16()" in step

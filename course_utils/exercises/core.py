@@ -612,6 +612,15 @@ def _own_calls_watched(functions: Sequence[Callable[..., Any]], seen: list[str])
         sys.setprofile(previous)
 
 
+#: The code that makes each low-precision dtype, for the slip "returning low-precision numbers".
+_CULPRITS = {
+    "float32": "`astype`, `dtype=np.float32`, `torch.float32` or `.float()`",
+    "float16": "`astype`, `dtype=np.float16`, `torch.float16` or `.half()`",
+    "bfloat16": "`torch.bfloat16` or `.bfloat16()`",
+    "float16 or bfloat16": "`astype(np.float16)`, `.half()`, `.bfloat16()` or `torch.bfloat16`",
+}
+
+
 def _slip_steps(label: str, **details: str) -> tuple[str, ...]:
     """The hints for the slip `label`, in order, filled in with `details`."""
     return tuple(step.format(**details) for step in SLIPS[label])
@@ -655,7 +664,7 @@ SLIPS: dict[str, tuple[str, ...]] = {
     ),
     "returning low-precision numbers": (
         "Print `.dtype` after each line of your function: the first line that shows {dtype} is the one to "
-        "change (drop its `astype`, `dtype=`, `.float()` or `.half()`), so the result keeps float64's digits.",
+        "change (drop its {culprits}), so the result keeps float64's digits.",
         "{dtype} keeps about {digits} significant digits, float64 about 16; this check needs more than {dtype} "
         "has. Then check again.",
     ),
@@ -1795,20 +1804,24 @@ class FunctionExercise(Exercise):
         try:
             self._compare(Run(answer, case, out, expected, dtype, self.reference))
         except _Failed as failure:
-            cast = None if dtype in _LOW_PRECISION_DIGITS else _sixteen_bit_values(out, expected)
-            lost = _digits_lost(cast or dtype, expected, self.rtol, self.atol)
+            cast = None if dtype in _LOW_PRECISION_DIGITS else _sixteen_bit_values(
+                out, expected, [o for o in self._outputs(answer) if o is not None])
+            lost = _digits_lost(cast and cast.split()[0] or dtype, expected, self.rtol, self.atol)
             if failure.slip or lost is None:
                 raise
             diff = _max_diff(out, expected)
             with np.errstate(over="ignore"):
                 float32_would_pass = _agree(expected.astype(np.float32).astype(np.float64), expected, self.rtol, self.atol)
             needs = f"more digits than {cast or dtype} keeps" if float32_would_pass else "float64's"
-            shown = f"{dtype or 'float64'} values that are all {cast} numbers" if cast else f"{dtype} values"
+            shown = (f"{dtype or 'float64'} values that are all {cast} numbers" if cast == "bfloat16" else
+                     f"{dtype or 'float64'} values that are all 16-bit floats (float16 or bfloat16)" if cast else
+                     f"{dtype} values")
             dtype = cast or dtype
             raise _Failed(f"on input {case.describe()} your function returned {shown}, which keep about "
                           f"{lost} significant digits; this check needs {needs} (max abs diff {diff:.2g})",
                           "returning low-precision numbers", slip=True,
-                          steps=_slip_steps("returning low-precision numbers", dtype=dtype, digits=lost)) from None
+                          steps=_slip_steps("returning low-precision numbers", dtype=dtype, digits=lost,
+                                            culprits=_CULPRITS.get(dtype, _CULPRITS["float32"]))) from None
 
     def _rounding(self, run: Run) -> None:
         """The slip of rounding the result, or of returning whole numbers, named before any property speaks."""
@@ -1825,11 +1838,12 @@ class FunctionExercise(Exercise):
         if not whole and digits is None:
             return
         # Only tiny weights come back as 0 (and their row's large one as 1): a flush of small values, which any
-        # rounding would also give, not a rounding of the result, unless the answer rounds other cases' values.
+        # rounding would also give, not a rounding of the result, unless the answer rounds other cases' values
+        # (beyond the last bits a flush moves the others by: 1e-12 relative).
         with np.errstate(invalid="ignore"):
             differs = ~np.isclose(out, expected, rtol=self.rtol, atol=self.atol)
         if not whole and differs.any() and _only_flushes(out, expected, differs) and not any(
-                _rounded_to(o, e) is not None and not _only_flushes(o, e, o != e)
+                _rounded_to(o, e) is not None and not _only_flushes(o, e, ~np.isclose(o, e, rtol=1e-12, atol=0))
                 for o, e in zip(self._outputs(run.function), self._outputs(self.reference, "the reference"))
                 if o is not None and e is not None and o.shape == e.shape):
             return
@@ -1968,25 +1982,28 @@ def _fits_bits(values: np.ndarray, bits: int) -> bool:
     return bool(np.array_equal(scaled, np.round(scaled)))
 
 
-def _sixteen_bit_values(out: np.ndarray, expected: np.ndarray) -> str | None:
-    """"bfloat16" or "float16" where float64 `out` is numbers of that type close to `expected`, else None.
+def _sixteen_bit_values(out: np.ndarray, expected: np.ndarray, others: list[np.ndarray]) -> str | None:
+    """"bfloat16", or "float16 or bfloat16", where the float64 `out` and `others` (the answer's outputs on the other
+    cases) are all numbers of that type, and `out` is close to `expected`; else None.
 
-    A step computed in that type and cast back gives such numbers. Fewer than two distinct values of more than
-    6 significant bits (such as 0.2119, not 0, 1, 0.5 or 64.5) are too few to tell, and values farther from `expected` than the type's rounding (2^-8 or
-    2^-11 relative, doubled) are wrong for another reason.
+    A step computed in that type and cast back gives such numbers. bfloat16 keeps 8 significant bits and
+    float16 11, but float64 arithmetic after a bfloat16 step (p - 1) can give up to 11: numbers that fit float16
+    and not bfloat16 may come from either. Fewer than two distinct values of more than 6 significant bits (such
+    as 0.2119, not 0, 1, 0.5 or 64.5) are too few to tell, and values farther from the expected ones than the
+    type's rounding (2^-8 or 2^-11 relative, doubled) are wrong for another reason.
 
     Examples
     --------
     >>> p = np.array([0.2119416, 0.5761169, 0.2119416])
-    >>> _sixteen_bit_values(p.astype(np.float16).astype(np.float64), p), _sixteen_bit_values(np.round(p, 3), p)
-    ('float16', None)
+    >>> _sixteen_bit_values(p.astype(np.float16).astype(np.float64), p, []), _sixteen_bit_values(np.round(p, 3), p, [])
+    ('float16 or bfloat16', None)
     """
-    finite = out[np.isfinite(out)]
+    finite = np.concatenate([o[np.isfinite(o)].ravel() for o in [out, *others]])
     if len({float(x) for x in finite if not _fits_bits(np.array([x]), 6)}) < 2:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
-        for name, bits in (("bfloat16", 8), ("float16", 11)):
-            fits = _fits_bits(finite, bits) and (name == "bfloat16" or np.array_equal(
+        for name, bits in (("bfloat16", 8), ("float16 or bfloat16", 11)):
+            fits = _fits_bits(finite, bits) and (bits == 8 or np.array_equal(
                 finite.astype(np.float16).astype(np.float64), finite))
             if fits and np.allclose(out, expected, rtol=2.0 ** (1 - bits), atol=2.0 ** (1 - bits), equal_nan=True):
                 return name
