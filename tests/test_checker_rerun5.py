@@ -820,3 +820,107 @@ def test_01_q1_a_softmax_in_bfloat16_is_named_as_bfloat16():
 
     message, step = _verdict("01", "q1", softmax)
     assert "float64 values that are all bfloat16 numbers" in message and ".bfloat16()" in step
+
+
+# --- the fifteenth rerun -------------------------------------------------------------------------------------------
+
+
+def _softmax_then(step):
+    """01 q1's softmax with `step` applied to its result (a rounding, a flush, a grid)."""
+    def stable_softmax(x):
+        x = np.asarray(x, dtype=float)
+        e = np.exp(x - x.max(-1, keepdims=True))
+        return step(e / e.sum(-1, keepdims=True))
+
+    return stable_softmax
+
+
+def test_07_q2_a_wrong_torch_loop_is_not_told_its_result_is_right():
+    answer = _edited_flash_forward("alpha = np.exp(m - shift)", "alpha = np.ones_like(m)")  # no rescaling
+
+    def in_torch(q, k, v, block_q, block_k):
+        return answer(*(torch.from_numpy(a).numpy() for a in (q, k, v)), block_q, block_k)
+
+    message, _ = _verdict("07", "q2", in_torch)
+    assert "is right, but" not in message and "is not right either, and your function uses PyTorch" in message
+
+
+@pytest.mark.parametrize("decimals", [2, 4, 6, 8])
+def test_06_q1_rounded_inputs_are_named_as_rounded_inputs(decimals):
+    def sparsemax_row(x):
+        x = np.round(x, decimals)
+        z = np.sort(x)[::-1]
+        cs = np.cumsum(z)
+        k = np.arange(1, len(z) + 1)
+        kk = np.sum(1 + k * z > cs)
+        return np.maximum(x - (cs[kk - 1] - 1) / kk, 0)
+
+    message, step = _verdict("06", "q1", sparsemax_row)
+    assert "Your function rounds its inputs" in message and "rounding of the inputs" in step
+
+
+@pytest.mark.parametrize(("lesson", "question", "answer", "named"), [
+    ("07c", "q1", lambda B, H, L_, D: round((B * H * L_ * D * 2 + B * H * L_ * 4) / 2**20, 5), "rounded to 5 decimals"),
+    ("09b", "q2", lambda x, c: np.round(c * np.tanh(x / c), 1), "rounded to 1 decimal:"),
+    ("01", "q3", lambda x, t: _softmax_then(lambda p: np.round(p, 1))(np.asarray(x) / t), "rounded to 1 decimal:"),
+    ("01", "q1", _softmax_then(np.vectorize(lambda v: float(f"{v:.3g}"))), "rounded to 3 significant digits"),
+    ("06", "q1", lambda x: np.vectorize(lambda v: float(f"{v:.6g}"))(L["06"].q1.reference(x)), "rounded to 6 significant digits"),
+], ids=["07c q1 round 5", "09b q2 round 1", "01 q3 round 1", "01 q1 3 significant digits", "06 q1 6 significant digits"])
+def test_a_rounding_is_named_by_the_fewest_digits_that_give_every_case(lesson, question, answer, named):
+    message, _ = _verdict(lesson, question, answer)
+    assert named in message
+
+
+def test_07c_q1_a_result_rounded_to_halves_is_never_named_bfloat16():
+    """07c q1 draws two random cases on each check: 0.5-steps below 128 fit bfloat16, but they are short decimals."""
+    for _ in range(20):
+        message, _ = _verdict("07c", "q1", lambda B, H, L_, D: round((B * H * L_ * D * 2 + B * H * L_ * 4) / 2**20 * 2) / 2)
+        assert "bfloat16" not in message
+
+
+def test_06b_q2_reading_p_in_float32_is_named_as_float32_not_as_a_support_mistake():
+    def entmax_backward_row(g, p, alpha):
+        p = p.astype(np.float32)
+        s = np.where(p > 0, p, 0) ** (2 - alpha) * (p > 0)
+        return s * g - (s @ g) / s.sum() * s
+
+    message, _ = _verdict("06b", "q2", entmax_backward_row)
+    assert "reads p in float32" in message and "however small" not in message
+
+
+@pytest.mark.parametrize("lesson", ["01", "02", "04"])
+@pytest.mark.parametrize("cast", ["float16", "bfloat16"])
+def test_shifted_scores_rounded_to_16_bits_are_rejected(lesson, cast):
+    def rounded(z):
+        return (z.astype(np.float16).astype(np.float64) if cast == "float16"
+                else torch.as_tensor(z).bfloat16().double().numpy())
+
+    def shifted(x):
+        x = np.asarray(x, dtype=float)
+        return rounded(x - x.max(-1, keepdims=True))
+
+    answers = {
+        "01": ("q1", lambda x: np.exp(shifted(x)) / np.exp(shifted(x)).sum(-1, keepdims=True)),
+        "02": ("q2", lambda x: shifted(x) - np.log(np.exp(shifted(x)).sum(-1, keepdims=True))),
+        "04": ("q3", lambda logits, targets: np.exp(shifted(logits)) / np.exp(shifted(logits)).sum(-1, keepdims=True) - targets),
+    }
+    question, answer = answers[lesson]
+    _verdict(lesson, question, answer)
+
+
+@pytest.mark.parametrize("threshold", [1e-2, 1e-3, 1e-4])
+def test_01_q1_pruning_small_weights_before_normalizing_is_not_called_rounding(threshold):
+    def stable_softmax(x):
+        x = np.asarray(x, dtype=float)
+        e = np.exp(x - x.max(-1, keepdims=True))
+        e = np.where(e < threshold, 0.0, e)
+        return e / e.sum(-1, keepdims=True)
+
+    message, step = _verdict("01", "q1", stable_softmax)
+    assert "rounded to" not in message and "rounding" not in step
+
+
+@pytest.mark.parametrize("steps", [256, 1024])
+def test_01_q1_a_fixed_grid_is_not_named_a_16_bit_float(steps):
+    message, step = _verdict("01", "q1", _softmax_then(lambda p: np.round(p * steps) / steps))
+    assert "16" not in message and "bfloat16" not in step

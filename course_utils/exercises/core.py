@@ -697,6 +697,12 @@ SLIPS: dict[str, tuple[str, ...]] = {
         "Print an input before and after the first line that touches it, with `np.set_printoptions(precision=17)`: "
         "the two must be equal. Then check again.",
     ),
+    "rounding the result to significant digits": (
+        "Remove the rounding on your return line (a format string such as `f'{{v:.{digits}g}}'`, `np.format_float_positional` "
+        "or `round()`): return the array exactly as computed, every digit, and round only what you print.",
+        "Print your result with `np.set_printoptions(precision=17)`: more than {digits} significant digits must show. "
+        "Then check again.",
+    ),
     "rounding the result": (
         "Remove the rounding on your return line (`np.round(..., {digits})`, `round()` or a format string): "
         "return the array exactly as computed, every digit, and round only what you print.",
@@ -1835,9 +1841,14 @@ class FunctionExercise(Exercise):
         whole = o.size and np.any(o) and np.abs(e).max() >= 1 and np.array_equal(o, np.round(o)) \
             and not np.array_equal(e, np.round(e)) and np.all(np.abs(o - e) < 1 + 1e-9)
         digits = None if whole else _rounded_to(out, expected)
-        if not whole and digits is None:
+        # Rounded to a few significant digits (0.5667 and 0.06667): no number of decimals gives that. From 2 digits,
+        # on two distinct values with a fraction: a floor at -700 is no rounding of -1000 to 1 digit.
+        fractions = {float(v) for v in o if v != np.round(v)}
+        significant = None if whole or digits is not None or len(fractions) < 2 else next(
+            (d for d in range(2, 8) if _rounds_everywhere([(out, expected)], d, significant=True)), None)
+        if not whole and digits is None and significant is None:
             return
-        # Only tiny weights come back as 0 (and their row's large one as 1): a flush of small values, which any
+        # Only small weights come back as 0 (and their row's large one as 1): a flush of small values, which any
         # rounding would also give, not a rounding of the result, unless the answer rounds other cases' values
         # (beyond the last bits a flush moves the others by: 1e-12 relative).
         with np.errstate(invalid="ignore"):
@@ -1861,9 +1872,12 @@ class FunctionExercise(Exercise):
             raise _Failed(f"on input {case.describe()} your result is a whole number where the expected is not: "
                           f"{shown} where the expected is {wanted}", "returning whole numbers", slip=True,
                           steps=_slip_steps("returning whole numbers"))
-        if digits is not None:
-            # On one case 0.8620 rounded to 4 decimals looks rounded to 3: the case that shows the most decimals tells.
-            raise _rounded_slip(run, max(self._roundings(run.function) | {digits}))
+        inputs = self._inputs_rounded_everywhere(run.function)
+        if inputs is not None:  # the inputs' rounding explains every case, where the result's does not
+            raise _rounded_inputs_slip(run, *inputs, f"off by up to {_max_diff(out, expected):.2g}")
+        found = self._roundings(run.function) | ({digits} if digits is not None else set())
+        raise _rounded_slip(run, *self._fewest_decimals(run.function, max(found, default=7),
+                                                        (max(found), False) if found else (significant, True)))
 
     def _rounded_within_tolerance(self, run: Run) -> None:
         """Where a property fails an answer that is within tolerance, the slip of rounding if that is what it did:
@@ -1871,10 +1885,12 @@ class FunctionExercise(Exercise):
         them would call a flush."""
         if not _agree(run.output, run.expected, self.rtol, self.atol):
             return
-        digits = self._rounded_everywhere(run.function)
+        digits, significant = self._rounded_everywhere(run.function), False
+        if digits is None:
+            digits, significant = self._significant_everywhere(run.function, most=7), True
         if digits is None or self.diagnose(run.function) is not None:
             return
-        raise _rounded_slip(run, digits)
+        raise _rounded_slip(run, digits, significant)
 
     def _roundings(self, answer: Callable[..., Any], most: int = 12) -> set[int]:
         """The decimals to which `answer`'s result on each case is the right result rounded (where it is one)."""
@@ -1883,6 +1899,47 @@ class FunctionExercise(Exercise):
                  and o.shape == e.shape}
         found.discard(None)
         return found
+
+    def _fewest_decimals(self, answer: Callable[..., Any], most: int, otherwise: tuple[int, bool]) -> tuple[int, bool]:
+        """How `answer` rounds, as (digits, significant): the fewest decimals (up to `most`) to which the right
+        result, rounded, gives `answer`'s on every case, else the fewest significant digits that do, else `otherwise`.
+
+        One case cannot tell: 0.8620 rounded to 4 decimals looks rounded to 3, and 0.9 rounded to 1 decimal looks
+        rounded to 2 where every value is below 1.
+        """
+        pairs = self._answer_pairs(answer)
+        decimals = next((d for d in range(0, most + 1) if _rounds_everywhere(pairs, d)), None)
+        if decimals is not None:
+            return decimals, False
+        significant = self._significant_everywhere(answer, most=15)
+        return (significant, True) if significant is not None else otherwise
+
+    def _significant_everywhere(self, answer: Callable[..., Any], most: int = 12) -> int | None:
+        """The fewest significant digits, from 2 to `most`, that `answer`'s result is rounded to on every case, where
+        it differs from the right one on some case; else None (1 digit is too coarse to tell from other mistakes)."""
+        pairs = self._answer_pairs(answer)
+        if all(np.array_equal(o, e, equal_nan=True) for o, e in pairs):
+            return None
+        return next((d for d in range(2, most + 1) if _rounds_everywhere(pairs, d, significant=True)), None)
+
+    def _answer_pairs(self, answer: Callable[..., Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(`answer`'s output, the reference's) on each case where both give numbers of the same shape."""
+        mine, right = self._outputs(answer), self._outputs(self.reference, "the reference")
+        return [(o, e) for o, e in zip(mine, right) if o is not None and e is not None and o.shape == e.shape]
+
+    def _inputs_rounded_everywhere(self, answer: Callable[..., Any]) -> tuple[int, str] | None:
+        """(decimals, which inputs) where rounding the inputs explains `answer`'s result on every case on which it
+        differs from the reference beyond 1e-12 (the most decimals any case needs); else None."""
+        mine, right = self._outputs(answer), self._outputs(self.reference, "the reference")
+        found = []
+        for case, o, e in zip(self.cases, mine, right):
+            if o is None or e is None or o.shape != e.shape or _agree(o, e, 1e-12, 0.0):
+                continue
+            rounded = rounded_inputs(Run(answer, case, o, e, reference=self.reference))
+            if rounded is None:
+                return None
+            found.append(rounded)
+        return max(found) if found and len({which for _, which in found}) == 1 else None
 
     def _rounded_everywhere(self, answer: Callable[..., Any]) -> int | None:
         """The decimals `answer` rounds to, where on every case it gives the right values rounded to them."""
@@ -1929,15 +1986,9 @@ class FunctionExercise(Exercise):
             rel = abs(float(out[worst]) - float(expected[worst])) / max(abs(float(expected[worst])), 1e-300)
             at = f" at index {tuple(int(i) for i in worst)}" if out.ndim else ""
             off = f"off by up to {max_diff:.2g}{at}: {shown} where the expected is {wanted} (relative {rel:.1g})"
-            rounded = rounded_inputs(run)
+            rounded = rounded_inputs(run) and (self._inputs_rounded_everywhere(run.function) or rounded_inputs(run))
             if rounded is not None:
-                digits, which = rounded
-                unit = "decimal" if digits == 1 else "decimals"
-                what = "its inputs" if which == "every input" else f"its input `{which}`"
-                raise _Failed(f"on input {case.describe()} your result is {off}: exactly what the right computation "
-                              f"gives on {what} rounded to {digits} {unit}. Your function rounds {what}",
-                              f"rounding the inputs to {digits} {unit}", slip=True,
-                              steps=_slip_steps("rounding the inputs", digits=str(digits)))
+                raise _rounded_inputs_slip(run, *rounded, off)
             raise _Failed(
                 f"on input {case.describe()} your result is {off}. That is more than rounding can explain (this check "
                 f"allows rtol {self.rtol:g} and atol {self.atol:g}){_SMALL_ERROR_GUESS}",
@@ -1983,29 +2034,37 @@ def _fits_bits(values: np.ndarray, bits: int) -> bool:
 
 
 def _sixteen_bit_values(out: np.ndarray, expected: np.ndarray, others: list[np.ndarray]) -> str | None:
-    """"bfloat16", or "float16 or bfloat16", where the float64 `out` and `others` (the answer's outputs on the other
-    cases) are all numbers of that type, and `out` is close to `expected`; else None.
+    """"bfloat16", or "float16 or bfloat16", where the float64 `out` and `others` (the answer's outputs on the
+    other cases) are all numbers of that type, and `out` is close to `expected`; else None.
 
     A step computed in that type and cast back gives such numbers. bfloat16 keeps 8 significant bits and
     float16 11, but float64 arithmetic after a bfloat16 step (p - 1) can give up to 11: numbers that fit float16
-    and not bfloat16 may come from either. Fewer than two distinct values of more than 6 significant bits (such
-    as 0.2119, not 0, 1, 0.5 or 64.5) are too few to tell, and values farther from the expected ones than the
-    type's rounding (2^-8 or 2^-11 relative, doubled) are wrong for another reason.
+    and not bfloat16 may come from either. Not named:
+
+    - too few to tell: fewer than two distinct values of more than 6 significant bits and more than 4 decimals
+      (such as 0.2119, not 0, 1, 0.5, 64.5 or 0.0625);
+    - a fixed grid, such as round(p * 256) / 256: every value a multiple of one power of two, 2^-(bits + 3) or
+      coarser, where a float type holds small values to finer steps;
+    - values farther from the expected ones than the type's rounding (2^-8 or 2^-11 relative, doubled).
 
     Examples
     --------
-    >>> p = np.array([0.2119416, 0.5761169, 0.2119416])
-    >>> _sixteen_bit_values(p.astype(np.float16).astype(np.float64), p, []), _sixteen_bit_values(np.round(p, 3), p, [])
-    ('float16 or bfloat16', None)
+    >>> p = np.array([0.2119416, 0.5761169, 0.2119416, 0.0021])
+    >>> cast = p.astype(np.float16).astype(np.float64)
+    >>> _sixteen_bit_values(cast, p, []), _sixteen_bit_values(np.round(p, 3), p, []), _sixteen_bit_values(np.round(p * 256) / 256, p, [])
+    ('float16 or bfloat16', None, None)
     """
     finite = np.concatenate([o[np.isfinite(o)].ravel() for o in [out, *others]])
-    if len({float(x) for x in finite if not _fits_bits(np.array([x]), 6)}) < 2:
+    if len({float(x) for x in finite if not _fits_bits(np.array([x]), 6) and np.round(x, 4) != x}) < 2:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
         for name, bits in (("bfloat16", 8), ("float16 or bfloat16", 11)):
             fits = _fits_bits(finite, bits) and (bits == 8 or np.array_equal(
                 finite.astype(np.float16).astype(np.float64), finite))
-            if fits and np.allclose(out, expected, rtol=2.0 ** (1 - bits), atol=2.0 ** (1 - bits), equal_nan=True):
+            steps = np.ldexp(finite, bits + 3)
+            grid = np.array_equal(steps, np.round(steps))
+            if fits and not grid and np.allclose(out, expected, rtol=2.0 ** (1 - bits), atol=2.0 ** (1 - bits),
+                                                 equal_nan=True):
                 return name
     return None
 
@@ -2065,21 +2124,76 @@ def _near(out: np.ndarray, expected: np.ndarray) -> bool:
     return bool(np.allclose(out[finite], expected[finite], rtol=1e-4, atol=1e-7))
 
 
-def _rounded_slip(run: Run, digits: int) -> _Failed:
-    """The slip of a result rounded to `digits` decimals, shown at its worst entry."""
+def _rounded_slip(run: Run, digits: int, significant: bool = False) -> _Failed:
+    """The slip of a result rounded to `digits` decimals (or significant digits), shown at its worst entry."""
     worst = _worst_index(run.output, run.expected)
-    unit = "decimal" if digits == 1 else "decimals"
+    unit = ("significant digit" if digits == 1 else "significant digits") if significant else (
+        "decimal" if digits == 1 else "decimals")
     return _Failed(f"on input {run.case.describe()} your result is rounded to {digits} {unit}: for example "
                    f"{describe(run.output[worst], digits + 2)} where the expected is {describe(run.expected[worst], 17)}",
                    f"rounding the result to {digits} {unit}", slip=True,
-                   steps=_slip_steps("rounding the result", digits=str(digits)))
+                   steps=_slip_steps("rounding the result to significant digits" if significant else "rounding the result",
+                                     digits=str(digits)))
+
+
+def _rounds_everywhere(pairs: list[tuple[np.ndarray, np.ndarray]], digits: int, significant: bool = False) -> bool:
+    """Whether each output of `pairs` (output, right result) is rounded to `digits` decimals (or significant digits):
+    it is its own rounding, and within half a unit of the right result (of any rounding of it).
+
+    Examples
+    --------
+    >>> e = np.array([0.1553624, 0.4223188])
+    >>> _rounds_everywhere([(np.round(e, 3), e)], 3), _rounds_everywhere([(np.round(e, 3), e)], 2)
+    (True, False)
+    """
+    seen = False  # a case that shows the rounding in float64
+    for o, e in pairs:
+        finite = np.isfinite(o) & np.isfinite(e)
+        o, e = o[finite], e[finite]
+        if significant:
+            rounded = _significant(o, digits)
+            unit = 10.0 ** (np.floor(np.log10(np.maximum(np.abs(e), 1e-300))) + 1 - digits)
+        else:
+            rounded, unit = np.round(o, digits), 10.0 ** -digits
+        # A float32 result, rounded and stored in float32 again (a float32 case), does not contradict a rounding;
+        # but float32 values alone (0.2759999930858612 for 0.276) are no evidence of one.
+        with np.errstate(over="ignore"):
+            in_float32 = float32_values(o) and np.array_equal(rounded.astype(np.float32), o.astype(np.float32))
+        if not ((np.array_equal(rounded, o) or in_float32) and np.all(np.abs(o - e) <= 0.5 * unit * (1 + 1e-6) + 1e-15)):
+            return False
+        seen = seen or (np.array_equal(rounded, o) and not np.array_equal(o, e))
+    return seen
+
+
+def _significant(values: np.ndarray, digits: int) -> np.ndarray:
+    """`values` rounded to `digits` significant digits, as `float(f"{v:.{digits}g}")` rounds each.
+
+    Examples
+    --------
+    >>> _significant(np.array([0.15536240349696362, 1234.5678]), 3)
+    array([1.55e-01, 1.23e+03])
+    """
+    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(values, dtype=np.float64).ravel()]).reshape(np.shape(values))
+
+
+def _rounded_inputs_slip(run: Run, digits: int, which: str, off: str) -> _Failed:
+    """The slip of inputs rounded to `digits` decimals (`which`: "every input" or a parameter's name); `off` says
+    how the result looks."""
+    unit = "decimal" if digits == 1 else "decimals"
+    what = "its inputs" if which == "every input" else f"its input `{which}`"
+    return _Failed(f"on input {run.case.describe()} your result is {off}: exactly what the right computation gives on "
+                   f"{what} rounded to {digits} {unit}. Your function rounds {what}",
+                   f"rounding the inputs to {digits} {unit}", slip=True,
+                   steps=_slip_steps("rounding the inputs", digits=str(digits)))
 
 
 def _only_flushes(out: np.ndarray, expected: np.ndarray, differs: np.ndarray) -> bool:
-    """Whether every finite entry marked in `differs` is a tiny weight returned as 0, or its row's large one as 1."""
+    """Whether every finite entry marked in `differs` is a small weight returned as 0, or its row's large one as 1
+    (or -1, 0 and 1 for a weight minus a one-hot target): within 1e-2 of the expected value. Rounding to a few
+    decimals gives such entries too; the caller asks whether the answer rounds the other cases."""
     finite = np.isfinite(out) & np.isfinite(expected)
     o, e = out[finite], expected[finite]
-    return bool(np.all(((o == 0) & (np.abs(e) < 1e-6)) | ((o == 1) & (np.abs(e - 1) < 1e-6)) | ~differs[finite]))
+    return bool(np.all((np.isin(o, (-1.0, 0.0, 1.0)) & (np.abs(o - e) < 1e-2)) | ~differs[finite]))
 
 
 def _rounded_to(out: np.ndarray, expected: np.ndarray, most: int = 12) -> int | None:

@@ -167,6 +167,8 @@ def _q1() -> FunctionExercise:
             # 8192 equal float32 scores: a shift that leaves the largest term at e^80 sums past float32's range.
             Case((np.zeros((2, 8192), dtype=np.float32) + np.array([[0.0], [50.0]], dtype=np.float32),)),
             Case((np.array([0.0, -18.0, -19.0]),)),  # weights near 1e-8: flushing small weights to 0 shows
+            # Scores that no 16-bit float holds, even after the shift: rounding them to float16 or bfloat16 shows.
+            Case((np.array([0.3, -1.7, 2.9]),)),
         ],
         # Tolerances: the reference computes in the input's dtype. A correct float64 answer differs
         # from it by a few units in the last place (1e-16 relative); a correct answer computed in

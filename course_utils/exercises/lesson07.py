@@ -346,13 +346,24 @@ def _torch_used(function, args: tuple) -> str | None:
     return found[0] if found else None
 
 
+#: q2's tolerances (their rounding bound is given where q2 is built, below).
+_Q2_RTOL, _Q2_ATOL = 1e-10, 2e-11
+
+
+def _right_but(run: Run) -> str:
+    """How a structure check opens: "is right, but" only where the values are; else "is not right either, and"."""
+    out, expected = run.output, run.expected
+    right = out.shape == expected.shape and bool(np.allclose(out, expected, rtol=_Q2_RTOL, atol=_Q2_ATOL))
+    return "is right, but" if right else "is not right either, and"
+
+
 def _numpy_only(run: Run) -> str | None:
     """The answer runs in NumPy: the checker follows its reads of k and v, and its memory, through NumPy only."""
     used = _torch_used(run.function, copy.deepcopy(run.case.args))
     if used is None:
         return None
     return (
-        f"is right, but your function uses PyTorch ({used}). The checker follows which rows of k and v your loop "
+        f"{_right_but(run)} your function uses PyTorch ({used}). The checker follows which rows of k and v your loop "
         "reads through NumPy's operations, and measures your memory with Python's tracemalloc, which sees "
         "NumPy's arrays but not PyTorch's tensors: in PyTorch it can tell neither whether you walk the keys in "
         "tiles nor whether you ever form the (L, S) score matrix. Write the loop in NumPy"
@@ -712,7 +723,7 @@ def _reads_keys_in_tiles(run: Run) -> str | None:
     if wide.keys < n_k:
         done += f", more than block_k = {block_k}"
     return (
-        f"is right, but it does not walk the keys in tiles: {done}. The lesson's loop reads one tile of "
+        f"{_right_but(run)} it does not walk the keys in tiles: {done}. The lesson's loop reads one tile of "
         f"block_k = {block_k} keys at a time, `k[j0:j0 + block_k]` and `v[j0:j0 + block_k]`, and carries each "
         "row's m, ell and acc from one tile to the next"
     )
@@ -737,13 +748,13 @@ def _never_holds_the_score_matrix(run: Run) -> str | None:
     matrix = n_q * n_k * 8
     if peak is not None and peak >= matrix / 2 and block_q >= n_q:
         return (
-            f"is right, but your function held {peak / 2**20:.2f} MiB at once, at least half of the whole "
+            f"{_right_but(run)} your function held {peak / 2**20:.2f} MiB at once, at least half of the whole "
             f"({n_q}, {n_k}) score matrix ({matrix / 2**20:.2f} MiB). Here block_q = L = {n_q}, so the scores "
             f"of one tile of queries against all {n_k} keys are that whole matrix: tiling the queries is not "
             f"enough. Loop over tiles of {block_k} keys too, and keep only m, ell and acc between them"
         )
     if peak is not None and peak >= matrix / 2:
-        held = (f"is right, but your function held {peak / 2**20:.2f} MiB at once, at least half of the whole "
+        held = (f"{_right_but(run)} your function held {peak / 2**20:.2f} MiB at once, at least half of the whole "
                 f"({n_q}, {n_k}) score matrix ({matrix / 2**20:.2f} MiB), with tiles of {block_q} x {block_k}")
         # Tiles of one query change nothing, and tiles of one key do: the answer ignores block_q, not block_k.
         one_query = peak_memory(run.function, q, k, v, 1, block_k)
@@ -1033,8 +1044,8 @@ def _q2() -> FunctionExercise:
         # for the 400-key case (tests/rounding_bounds.py: attention_error). atol 2e-11 covers that; every
         # mistake above misses by 1e-3 or more. A loop run in float32 misses by about 1e-7 and is rejected,
         # told why by _computed_in_float64.
-        rtol=1e-10,
-        atol=2e-11,
+        rtol=_Q2_RTOL,
+        atol=_Q2_ATOL,
         nonfinite_hint=_q2_nonfinite_hint,
     )
 
