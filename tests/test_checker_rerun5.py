@@ -924,3 +924,58 @@ def test_01_q1_pruning_small_weights_before_normalizing_is_not_called_rounding(t
 def test_01_q1_a_fixed_grid_is_not_named_a_16_bit_float(steps):
     message, step = _verdict("01", "q1", _softmax_then(lambda p: np.round(p * steps) / steps))
     assert "16" not in message and "bfloat16" not in step
+
+
+# --- the sixteenth rerun -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("lesson", "question", "answer"), [
+    ("04", "q3", lambda logits, targets: _softmax_then(lambda p: p)(np.round(logits, 2)) - targets),
+    ("01", "q3", lambda x, t: _softmax_then(lambda p: p)(np.round(np.asarray(x) / t, 2))),
+    ("09", "q1", lambda x, s: _sink_softmax_rounded(x, s, lambda z: z.astype(np.float16).astype(np.float64))),
+    ("09", "q1", lambda x, s: _sink_softmax_rounded(x, s, lambda z: np.round(z, 3))),
+], ids=["04 q3 logits to 2 decimals", "01 q3 x/T to 2 decimals", "09 q1 x - m in float16", "09 q1 x - m to 3 decimals"])
+def test_scores_rounded_to_a_few_decimals_or_16_bits_are_rejected(lesson, question, answer):
+    _verdict(lesson, question, answer)
+
+
+def _sink_softmax_rounded(x, sink, rounded):
+    """09 q1's sink softmax with its shifted scores passed through `rounded`."""
+    m = np.maximum(x.max(axis=-1, keepdims=True), sink)
+    with np.errstate(invalid="ignore"):
+        e = np.exp(rounded(x - m))
+    return e / (np.exp(sink - m) + e.sum(axis=-1, keepdims=True))
+
+
+def test_05c_q2_a_rounded_result_is_named_as_rounded_not_as_rounded_inputs():
+    message, step = _verdict("05c", "q2", lambda out, mask: np.round(np.where(mask.any(-1, keepdims=True), out, 0.0), 4))
+    assert "rounded to 4 decimals" in message and "inputs" not in message + step
+
+
+def test_05_q2_a_result_cast_to_float16_is_named_though_its_values_are_large():
+    message, _ = _verdict("05", "q2", lambda scores, mask: _masked_softmax(scores, mask).astype(np.float16).astype(np.float64))
+    assert "16-bit floats (float16 or bfloat16)" in message
+
+
+@pytest.mark.parametrize("cut", [1e-200, float(np.finfo(np.float32).tiny)])
+def test_06b_q2_a_fixed_cut_off_is_not_named_float32(cut):
+    def entmax_backward_row(g, p, alpha):
+        s = np.where(p > cut, np.where(p > cut, p, 1.0) ** (2 - alpha), 0.0)
+        return s * g - (s @ g) / s.sum() * s
+
+    message, _ = _verdict("06b", "q2", entmax_backward_row)
+    assert "float32" not in message
+
+
+def test_06_q1_a_result_truncated_to_6_decimals_is_not_named_float32():
+    message, step = _verdict("06", "q1", lambda x: np.trunc(L["06"].q1.reference(x) * 1e6) / 1e6)
+    assert "float32" not in message + step
+
+
+def test_06b_q2_rounding_s_is_not_named_as_rounding_the_input_p():
+    def entmax_backward_row(g, p, alpha):
+        s = np.round(np.where(p > 0, np.where(p > 0, p, 1.0) ** (2 - alpha), 0.0), 6)
+        return s * g - (s @ g) / s.sum() * s
+
+    message, step = _verdict("06b", "q2", entmax_backward_row)
+    assert "rounds its input" not in message and "rounding of the inputs" not in step

@@ -821,7 +821,14 @@ def float32_rounding(advice: str = "compute in float64 (the inputs are float64; 
 def _reads_float32_inputs(run: Run) -> bool:
     """Whether the learner's function rounds its inputs to float32: it gives the very same result on inputs
     rounded to float32 beforehand, where the reference's result changes, and its result is not what the reference
-    gives on the inputs rounded to some number of decimals (which float32's rounding can match on a few inputs)."""
+    gives on the inputs rounded to some number of decimals (which float32's rounding can match on a few inputs),
+    nor a result truncated to a few decimals (which hides any rounding of the inputs; a rounded result is named
+    as rounded before float32 is)."""
+    finite = run.output[np.isfinite(run.output)]
+    pair = [(run.output, run.expected)]
+    if any(np.array_equal(np.round(finite, d), finite) for d in range(0, 9)) and not any(
+            _rounds_everywhere(pair, d) or _rounds_everywhere(pair, d, significant=True) for d in range(0, 9)):
+        return False  # a result cut to 8 decimals or fewer, not by rounding (a truncation), hides the inputs
     rounded = _map_float_inputs(run.case, lambda a: a.astype(np.float32).astype(np.float64))
     changed = [not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
                for a, b in zip((*run.case.args, *run.case.kwargs.values()), (*rounded.args, *rounded.kwargs.values()))
@@ -1810,8 +1817,7 @@ class FunctionExercise(Exercise):
         try:
             self._compare(Run(answer, case, out, expected, dtype, self.reference))
         except _Failed as failure:
-            cast = None if dtype in _LOW_PRECISION_DIGITS else _sixteen_bit_values(
-                out, expected, [o for o in self._outputs(answer) if o is not None])
+            cast = None if dtype in _LOW_PRECISION_DIGITS else _sixteen_bit_values(out, expected, self._answer_pairs(answer))
             lost = _digits_lost(cast and cast.split()[0] or dtype, expected, self.rtol, self.atol)
             if failure.slip or lost is None:
                 raise
@@ -1872,12 +1878,12 @@ class FunctionExercise(Exercise):
             raise _Failed(f"on input {case.describe()} your result is a whole number where the expected is not: "
                           f"{shown} where the expected is {wanted}", "returning whole numbers", slip=True,
                           steps=_slip_steps("returning whole numbers"))
-        inputs = self._inputs_rounded_everywhere(run.function)
+        found = self._roundings(run.function) | ({digits} if digits is not None else set())
+        result = self._fewest_decimals(run.function, max(found, default=7), None)
+        inputs = None if result is not None else self._inputs_rounded_everywhere(run.function)
         if inputs is not None:  # the inputs' rounding explains every case, where the result's does not
             raise _rounded_inputs_slip(run, *inputs, f"off by up to {_max_diff(out, expected):.2g}")
-        found = self._roundings(run.function) | ({digits} if digits is not None else set())
-        raise _rounded_slip(run, *self._fewest_decimals(run.function, max(found, default=7),
-                                                        (max(found), False) if found else (significant, True)))
+        raise _rounded_slip(run, *(result or ((max(found), False) if found else (significant, True))))
 
     def _rounded_within_tolerance(self, run: Run) -> None:
         """Where a property fails an answer that is within tolerance, the slip of rounding if that is what it did:
@@ -1900,7 +1906,8 @@ class FunctionExercise(Exercise):
         found.discard(None)
         return found
 
-    def _fewest_decimals(self, answer: Callable[..., Any], most: int, otherwise: tuple[int, bool]) -> tuple[int, bool]:
+    def _fewest_decimals(self, answer: Callable[..., Any], most: int,
+                         otherwise: tuple[int, bool] | None) -> tuple[int, bool] | None:
         """How `answer` rounds, as (digits, significant): the fewest decimals (up to `most`) to which the right
         result, rounded, gives `answer`'s on every case, else the fewest significant digits that do, else `otherwise`.
 
@@ -1986,7 +1993,7 @@ class FunctionExercise(Exercise):
             rel = abs(float(out[worst]) - float(expected[worst])) / max(abs(float(expected[worst])), 1e-300)
             at = f" at index {tuple(int(i) for i in worst)}" if out.ndim else ""
             off = f"off by up to {max_diff:.2g}{at}: {shown} where the expected is {wanted} (relative {rel:.1g})"
-            rounded = rounded_inputs(run) and (self._inputs_rounded_everywhere(run.function) or rounded_inputs(run))
+            rounded = self._inputs_rounded_everywhere(run.function)
             if rounded is not None:
                 raise _rounded_inputs_slip(run, *rounded, off)
             raise _Failed(
@@ -2033,9 +2040,23 @@ def _fits_bits(values: np.ndarray, bits: int) -> bool:
     return bool(np.array_equal(scaled, np.round(scaled)))
 
 
-def _sixteen_bit_values(out: np.ndarray, expected: np.ndarray, others: list[np.ndarray]) -> str | None:
-    """"bfloat16", or "float16 or bfloat16", where the float64 `out` and `others` (the answer's outputs on the
-    other cases) are all numbers of that type, and `out` is close to `expected`; else None.
+def _lowest_bits(values: np.ndarray) -> np.ndarray:
+    """The lowest set bit of each nonzero finite value: the largest power of two it is a multiple of.
+
+    Examples
+    --------
+    >>> _lowest_bits(np.array([0.75, 3.0, 5 / 256]))
+    array([0.25      , 1.        , 0.00390625])
+    """
+    mantissa, exponent = np.frexp(np.abs(values))
+    whole = (mantissa * 2.0**53).astype(np.int64)  # the 53 significant bits as an integer
+    return np.ldexp((whole & -whole).astype(np.float64), exponent - 53)
+
+
+def _sixteen_bit_values(out: np.ndarray, expected: np.ndarray, pairs: list[tuple[np.ndarray, np.ndarray]]) -> str | None:
+    """"bfloat16", or "float16 or bfloat16", where the float64 `out` and the outputs of `pairs` (the answer's
+    output and the right one, on every case) are all numbers of that type, and `out` is close to `expected`; else
+    None.
 
     A step computed in that type and cast back gives such numbers. bfloat16 keeps 8 significant bits and
     float16 11, but float64 arithmetic after a bfloat16 step (p - 1) can give up to 11: numbers that fit float16
@@ -2043,26 +2064,34 @@ def _sixteen_bit_values(out: np.ndarray, expected: np.ndarray, others: list[np.n
 
     - too few to tell: fewer than two distinct values of more than 6 significant bits and more than 4 decimals
       (such as 0.2119, not 0, 1, 0.5, 64.5 or 0.0625);
-    - a fixed grid, such as round(p * 256) / 256: every value a multiple of one power of two, 2^-(bits + 3) or
-      coarser, where a float type holds small values to finer steps;
+    - a fixed grid, such as round(p * 256) / 256: it returns as 0 a small value (below 1/16) that the type
+      keeps, or all of three or more small values have 3 significant bits fewer than the type holds, or every
+      value is a multiple of a step 4 or more times the type's spacing at the smallest value;
     - values farther from the expected ones than the type's rounding (2^-8 or 2^-11 relative, doubled).
 
     Examples
     --------
     >>> p = np.array([0.2119416, 0.5761169, 0.2119416, 0.0021])
-    >>> cast = p.astype(np.float16).astype(np.float64)
-    >>> _sixteen_bit_values(cast, p, []), _sixteen_bit_values(np.round(p, 3), p, []), _sixteen_bit_values(np.round(p * 256) / 256, p, [])
-    ('float16 or bfloat16', None, None)
+    >>> cast, grid = p.astype(np.float16).astype(np.float64), np.round(p * 256) / 256
+    >>> [_sixteen_bit_values(o, p, [(o, p)]) for o in (cast, np.round(p, 3), grid)]
+    ['float16 or bfloat16', None, None]
     """
-    finite = np.concatenate([o[np.isfinite(o)].ravel() for o in [out, *others]])
+    finite = np.concatenate([out[np.isfinite(out)].ravel(), *(o[np.isfinite(o)].ravel() for o, _ in pairs)])
     if len({float(x) for x in finite if not _fits_bits(np.array([x]), 6) and np.round(x, 4) != x}) < 2:
         return None
     with np.errstate(over="ignore", invalid="ignore"):
-        for name, bits in (("bfloat16", 8), ("float16 or bfloat16", 11)):
+        # (name, significant bits, the smallest number it keeps to 2 digits or more, its smallest normal number)
+        for name, bits, kept, normal_from in (("bfloat16", 8, 1e-36, 1.2e-38), ("float16 or bfloat16", 11, 1e-5, 6.2e-5)):
             fits = _fits_bits(finite, bits) and (bits == 8 or np.array_equal(
                 finite.astype(np.float16).astype(np.float64), finite))
-            steps = np.ldexp(finite, bits + 3)
-            grid = np.array_equal(steps, np.round(steps))
+            zeroed = any(np.any((o == 0) & (np.abs(e) >= kept) & (np.abs(e) < 1 / 16)) for o, e in pairs)
+            small = {abs(float(v)) for v in finite if 0 < abs(v) < 1 / 16}
+            normal = np.abs(finite[np.abs(finite) >= normal_from])  # subnormals have a fixed spacing of their own
+            steps = _lowest_bits(normal)
+            detailed = normal[normal / steps >= 8]  # values of 4 significant bits or more (not 0.5, 0.375 or 2^-13)
+            # The step every value is a multiple of, against the type's spacing at the smallest detailed value
+            grid = zeroed or (len(small) >= 3 and _fits_bits(np.array(sorted(small)), bits - 3)) or (
+                detailed.size > 0 and steps.min() >= detailed.min() * 2.0 ** (3 - bits))
             if fits and not grid and np.allclose(out, expected, rtol=2.0 ** (1 - bits), atol=2.0 ** (1 - bits),
                                                  equal_nan=True):
                 return name

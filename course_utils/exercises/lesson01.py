@@ -167,8 +167,9 @@ def _q1() -> FunctionExercise:
             # 8192 equal float32 scores: a shift that leaves the largest term at e^80 sums past float32's range.
             Case((np.zeros((2, 8192), dtype=np.float32) + np.array([[0.0], [50.0]], dtype=np.float32),)),
             Case((np.array([0.0, -18.0, -19.0]),)),  # weights near 1e-8: flushing small weights to 0 shows
-            # Scores that no 16-bit float holds, even after the shift: rounding them to float16 or bfloat16 shows.
-            Case((np.array([0.3, -1.7, 2.9]),)),
+            # Scores that no 16-bit float and no short decimal holds, even after the shift: rounding them to
+            # float16, bfloat16 or a few decimals shows.
+            Case((np.array([np.pi / 10, -np.sqrt(3), np.e]),)),
         ],
         # Tolerances: the reference computes in the input's dtype. A correct float64 answer differs
         # from it by a few units in the last place (1e-16 relative); a correct answer computed in
@@ -428,6 +429,8 @@ def _q3() -> FunctionExercise:
             Case((np.array([2000.0, 1999.95, 0.0]), 0.01)),  # and beyond 1e5
             Case((np.array([0.0, -0.18, -0.19]), 0.01)),  # weights near 1e-8: flushing small weights to 0 shows
             Case((np.array([0.0, -0.018, -0.019]), 1e-3)),  # the same weights at T = 1e-3: a floor on T shows
+            # Scores and a temperature whose x / T no short decimal or 16-bit float holds: rounding x / T shows.
+            Case((np.array([np.pi / 10, -np.sqrt(3), np.e]), 0.7)),
         ],
         # Tolerances as in q1: float64 answers agree to 1e-16 relative. Unlike q1, the inputs are
         # float64, and casting them to float32 is wrong, not just less precise: it moves -20.015 and

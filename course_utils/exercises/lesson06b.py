@@ -191,21 +191,25 @@ def _float32_only(run: Run) -> str | None:
 
     The result is float32 when every entry is a float32 number; it is blamed on float32 when it
     also agrees with the reference to float32's precision but not to the checker's 1e-12. An answer
-    that reads p in float32 loses a weight below float32's range (1e-300): it is told so where its
-    result does not change when p is rounded to float32 first.
+    that reads p in float32 loses a weight below float32's range (1e-300): it is told so where it
+    keeps a weight of 1e-44 and drops one of 1e-46, as float32 does.
     """
     out, expected = run.output, run.expected
     g, p, alpha = run.case.args
     lost = (p > 0) & (p < np.finfo(np.float32).smallest_subnormal)
     if lost.any() and not np.array_equal(out, expected):
-        # A weight float32 cannot hold: an answer that reads p in float32 sees 0 there, and drops the key.
-        try:
-            again = run.call(g, p.astype(np.float32).astype(np.float64), alpha)
-        except Exception:  # noqa: BLE001 - the answer's own failure on other inputs: no evidence
-            again = None
-        if again is not None and np.array_equal(again, out):
-            return (f"does not change when p is first rounded to float32, where the weight {p[lost].min():.2g} is 0 "
-                    "(float32 holds nothing below 1.4e-45): your function reads p in float32, so that key drops out "
+        # A weight float32 cannot hold: an answer that reads p in float32 sees 0 there, and drops the key. It keeps
+        # a weight of 1e-44 (float32's subnormal 1.4e-44) and drops one of 1e-46, which a fixed cut-off does not.
+        def with_weight(weight: float) -> np.ndarray | None:
+            try:
+                return run.call(g, np.where(lost, weight, p), alpha)
+            except Exception:  # noqa: BLE001 - the answer's own failure on other inputs: no evidence
+                return None
+
+        kept, dropped = with_weight(1e-44), with_weight(1e-46)
+        if kept is not None and dropped is not None and np.array_equal(dropped, out) and not np.array_equal(kept, out):
+            return (f"drops the key whose weight {p[lost].min():.2g} float32 cannot hold, keeps one of 1e-44 and drops one "
+                    "of 1e-46, as float32 does (it holds nothing below 1.4e-45): your function reads p in float32, so that key drops out "
                     "of the support. Keep p in float64 (drop the `astype(np.float32)`, or pass dtype=torch.float64)")
     if not np.array_equal(out, out.astype(np.float32).astype(np.float64)):
         return None

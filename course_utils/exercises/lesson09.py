@@ -296,6 +296,8 @@ def _q1() -> FunctionExercise:
             # sink sits 1000 above the score, so every weight is exactly 0: at 2e10 one float64 spacing is 4e-6,
             # and a right logsumexp form would be off by that much in a weight of e^-10.
             Case((np.array([[-2e10, -np.inf], [-np.inf, -np.inf]]), -2e10 + 1000.0)),
+            # Scores and a sink that no short decimal or 16-bit float holds: rounding x - m shows.
+            Case((np.array([np.pi / 10, -np.sqrt(3), np.e]), 0.1)),
         ],
         properties=[non_negative, _exact_zeros, _weights_not_lost, _below_one, _shift_with_the_sink,
                     float32_rounding(_FLOAT32_ADVICE)],
