@@ -979,3 +979,10 @@ def test_06b_q2_rounding_s_is_not_named_as_rounding_the_input_p():
 
     message, step = _verdict("06b", "q2", entmax_backward_row)
     assert "rounds its input" not in message and "rounding of the inputs" not in step
+
+
+def test_06_q1_inputs_rounded_to_6_significant_digits_are_not_named_float32():
+    from course_utils.exercises.core import _significant
+
+    message, step = _verdict("06", "q1", lambda x: L["06"].q1.reference(_significant(x, 6)))
+    assert "float32" not in message + step
