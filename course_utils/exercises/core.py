@@ -697,6 +697,13 @@ SLIPS: dict[str, tuple[str, ...]] = {
         "Print an input before and after the first line that touches it, with `np.set_printoptions(precision=17)`: "
         "the two must be equal. Then check again.",
     ),
+    "rounding the result or the inputs": (
+        "Remove the rounding (`np.round(..., {digits})`, `round()` or a format string), on your return line or where "
+        "you read an input: here the two give the same result. Use every input exactly as it comes and return every "
+        "digit; round only what you print.",
+        "Print each input and your result with `np.set_printoptions(precision=17)`: more than {digits} decimals must "
+        "show. Then check again.",
+    ),
     "rounding the result to significant digits": (
         "Remove the rounding on your return line (a format string such as `f'{{v:.{digits}g}}'`, `np.format_float_positional` "
         "or `round()`): return the array exactly as computed, every digit, and round only what you print.",
@@ -820,15 +827,9 @@ def float32_rounding(advice: str = "compute in float64 (the inputs are float64; 
 
 def _reads_float32_inputs(run: Run) -> bool:
     """Whether the learner's function rounds its inputs to float32: it gives the very same result on inputs
-    rounded to float32 beforehand, where the reference's result changes, and its result is not what the reference
-    gives on the inputs rounded to some number of decimals (which float32's rounding can match on a few inputs),
-    nor a result truncated to a few decimals (which hides any rounding of the inputs; a rounded result is named
-    as rounded before float32 is)."""
-    finite = run.output[np.isfinite(run.output)]
-    pair = [(run.output, run.expected)]
-    if any(np.array_equal(np.round(finite, d), finite) for d in range(0, 9)) and not any(
-            _rounds_everywhere(pair, d) or _rounds_everywhere(pair, d, significant=True) for d in range(0, 9)):
-        return False  # a result cut to 8 decimals or fewer, not by rounding (a truncation), hides the inputs
+    rounded to float32 beforehand, where the reference's result changes, that result is the reference's on those
+    inputs, and it is not what the reference
+    gives on the inputs rounded to some number of decimals (which float32's rounding can match on a few inputs)."""
     rounded = _map_float_inputs(run.case, lambda a: a.astype(np.float32).astype(np.float64))
     changed = [not np.array_equal(np.asarray(a), np.asarray(b), equal_nan=True)
                for a, b in zip((*run.case.args, *run.case.kwargs.values()), (*rounded.args, *rounded.kwargs.values()))
@@ -845,11 +846,18 @@ def _reads_float32_inputs(run: Run) -> bool:
     moved = _reference_on(run, rounded)
     if moved is None or np.array_equal(np.asarray(run.expected), moved, equal_nan=True):
         return False
-    # ... nor what it gives on the inputs rounded to 4 to 7 significant digits, which hides float32's rounding too
-    for digits in range(4, 8):
-        moved = _reference_on(run, _map_float_inputs(run.case, lambda a, d=digits: _significant(a, d)))
-        if moved is not None and moved.shape == run.output.shape and _agree(run.output, moved, 1e-12, 1e-300):
-            return False
+    # ... and, unless the answer is exactly the right computation on those float32 inputs (in float64, to its
+    # rounding), no coarser rounding of the inputs or the result explains it: those ignore float32's rounding too.
+    if moved.shape != run.output.shape or not _agree(run.output, moved, 1e-9, 1e-12):
+        finite = run.output[np.isfinite(run.output)]
+        pair = [(run.output, run.expected)]
+        if any(np.array_equal(np.round(finite, d), finite) for d in range(0, 9)) and not any(
+                _rounds_everywhere(pair, d) or _rounds_everywhere(pair, d, significant=True) for d in range(0, 9)):
+            return False  # a result cut to 8 decimals or fewer, not by rounding (a truncation)
+        for digits in range(4, 8):  # inputs rounded to 4 to 7 significant digits
+            coarser = _reference_on(run, _map_float_inputs(run.case, lambda a, d=digits: _significant(a, d)))
+            if coarser is not None and coarser.shape == run.output.shape and _agree(run.output, coarser, 1e-8, 1e-15):
+                return False
     return rounded_inputs(run) is None
 
 
@@ -1885,10 +1893,13 @@ class FunctionExercise(Exercise):
                           steps=_slip_steps("returning whole numbers"))
         found = self._roundings(run.function) | ({digits} if digits is not None else set())
         result = self._fewest_decimals(run.function, max(found, default=7), None)
-        inputs = None if result is not None else self._inputs_rounded_everywhere(run.function)
-        if inputs is not None:  # the inputs' rounding explains every case, where the result's does not
+        inputs = self._inputs_rounded_everywhere(run.function)
+        if result is None and inputs is not None:  # the inputs' rounding explains every case, the result's does not
             raise _rounded_inputs_slip(run, *inputs, f"off by up to {_max_diff(out, expected):.2g}")
-        raise _rounded_slip(run, *(result or ((max(found), False) if found else (significant, True))))
+        if result is not None:  # (where the inputs' rounding explains every case too, the step names both places)
+            raise _rounded_slip(run, *result, either=inputs is not None)
+        # One case looks rounded, and no rounding gives every case: a value that happens to be short (a float16
+        # 107.5, say) is no evidence; the other checks speak.
 
     def _rounded_within_tolerance(self, run: Run) -> None:
         """Where a property fails an answer that is within tolerance, the slip of rounding if that is what it did:
@@ -2158,15 +2169,17 @@ def _near(out: np.ndarray, expected: np.ndarray) -> bool:
     return bool(np.allclose(out[finite], expected[finite], rtol=1e-4, atol=1e-7))
 
 
-def _rounded_slip(run: Run, digits: int, significant: bool = False) -> _Failed:
-    """The slip of a result rounded to `digits` decimals (or significant digits), shown at its worst entry."""
+def _rounded_slip(run: Run, digits: int, significant: bool = False, either: bool = False) -> _Failed:
+    """The slip of a result rounded to `digits` decimals (or significant digits), shown at its worst entry; with
+    `either`, rounding the inputs gives the same, and the next step names both places."""
     worst = _worst_index(run.output, run.expected)
     unit = ("significant digit" if digits == 1 else "significant digits") if significant else (
         "decimal" if digits == 1 else "decimals")
     return _Failed(f"on input {run.case.describe()} your result is rounded to {digits} {unit}: for example "
                    f"{describe(run.output[worst], digits + 2)} where the expected is {describe(run.expected[worst], 17)}",
                    f"rounding the result to {digits} {unit}", slip=True,
-                   steps=_slip_steps("rounding the result to significant digits" if significant else "rounding the result",
+                   steps=_slip_steps("rounding the result to significant digits" if significant else
+                                     "rounding the result or the inputs" if either else "rounding the result",
                                      digits=str(digits)))
 
 

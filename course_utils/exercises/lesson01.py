@@ -385,6 +385,10 @@ def _q3_float32(run: Run) -> str | None:
         return None
     if again.shape != out.shape or not np.array_equal(again, out) or rounded_inputs(run) is not None:
         return None  # (scores rounded to 7 decimals can also give the same result on the float32 scores)
+    right = np.asarray(run.reference(x32, temperature), dtype=np.float64)
+    computed_in_float32 = float32_values(out) and not np.array_equal(out, np.round(out))
+    if right.shape != out.shape or not (np.allclose(out, right, rtol=1e-9, atol=1e-12) or computed_in_float32):
+        return None  # a rounding coarser than float32's (6 significant digits) ignores it too, but is not softmax(x32 / T)
     return f"is exactly what softmax(x / T) gives with the scores x rounded to float32: {_Q3_FLOAT32_ADVICE}"
 
 
@@ -429,6 +433,9 @@ def _q3() -> FunctionExercise:
             Case((np.array([2000.0, 1999.95, 0.0]), 0.01)),  # and beyond 1e5
             Case((np.array([0.0, -0.18, -0.19]), 0.01)),  # weights near 1e-8: flushing small weights to 0 shows
             Case((np.array([0.0, -0.018, -0.019]), 1e-3)),  # the same weights at T = 1e-3: a floor on T shows
+            # x / T of 314.159... and 310, 4.2 apart: rounding x / T to float32 moves the second weight (0.016)
+            # by up to 1.5e-5 relative.
+            Case((np.array([np.pi, 3.1, 0.0]), 0.01)),
             # Scores and a temperature whose x / T no short decimal or 16-bit float holds: rounding x / T shows.
             Case((np.array([np.pi / 10, -np.sqrt(3), np.e]), 0.7)),
         ],

@@ -9,6 +9,7 @@ import numpy as np
 from ..softmax import softmax
 from ..variants import softmax_with_sink
 from .core import _SHIFT_CODE  # the code each wrong shift most likely is, to name the line to change
+from .core import _reads_float32_inputs  # an answer that reads its inputs in float32
 from .core import (
     CLIP_LIMITS,
     ROW_SHIFTS,
@@ -133,6 +134,23 @@ def _q1_floored(floor):
 
 
 _FLOORS = (-30.0, -40.0)
+
+
+def _float32_inputs(run: Run) -> str | None:
+    """Property, before the exact zeros: the right computation on the inputs rounded to float32 (a sink of
+    -19999999000 becomes -2e10 there, the score itself) is named float32, not a lost -inf or a flush."""
+    if not _reads_float32_inputs(run):
+        return None
+    sink = float(run.case.args[1])
+    return (f"is what the right computation gives on the scores and the sink rounded to float32 (here the sink "
+            f"{sink!r} becomes {float(np.float32(sink))!r}): keep them in float64")
+
+
+_float32_inputs.precise = True  # type: ignore[attr-defined]
+_float32_inputs.next_step = (  # type: ignore[attr-defined]
+    "Print the `.dtype` of the scores and of the sink at each line of your function: the first float32 is the one "
+    "to change (drop its `np.float32` or `astype`; `torch.tensor(...)` needs dtype=torch.float64)."
+)
 
 
 def _exact_zeros(run: Run) -> str | None:
@@ -299,7 +317,7 @@ def _q1() -> FunctionExercise:
             # Scores and a sink that no short decimal or 16-bit float holds: rounding x - m shows.
             Case((np.array([np.pi / 10, -np.sqrt(3), np.e]), 0.1)),
         ],
-        properties=[non_negative, _exact_zeros, _weights_not_lost, _below_one, _shift_with_the_sink,
+        properties=[non_negative, _float32_inputs, _exact_zeros, _weights_not_lost, _below_one, _shift_with_the_sink,
                     float32_rounding(_FLOAT32_ADVICE)],
         wrong_answers={
             "plain softmax, ignoring the sink": _q1_plain_softmax,
