@@ -17,7 +17,7 @@ from course_utils import exercises
 from test_exercises import _unwrapped  # the printed text, before it was wrapped
 
 L = {lesson: exercises.load(lesson) for lesson in ("01", "02", "03", "04", "05", "05b", "05c", "06", "06b", "07",
-                                                   "07b", "07c", "09", "09b")}
+                                                   "07b", "07c", "08b", "09", "09b")}
 
 
 def _verdict(lesson: str, question: str, answer):
@@ -1032,3 +1032,64 @@ def test_07c_q1_a_float16_result_is_never_named_a_rounding():
     for _ in range(20):  # two of its cases are drawn at random on each check
         message, _ = _verdict("07c", "q1", answer)
         assert "rounded to" not in message
+
+
+# --- the eighteenth rerun ------------------------------------------------------------------------------------------
+
+
+def test_07_q1_a_merge_wrong_only_when_the_second_block_is_empty_is_rejected():
+    def merge(m1, ell1, m2, ell2):
+        if m1 == -np.inf:
+            return m2, ell2
+        if m2 == -np.inf:
+            return m2, ell2  # a copy-paste slip: the first block's state was meant
+        m = max(m1, m2)
+        return m, ell1 * np.exp(m1 - m) + ell2 * np.exp(m2 - m)
+
+    _verdict("07", "q1", merge)
+
+
+def test_09_q1_shifted_scores_rounded_to_4_decimals_are_not_named_float32():
+    def sink_softmax(x, sink):
+        m = np.maximum(x.max(axis=-1, keepdims=True), sink)
+        e = np.exp(np.round(x - m, 4))
+        return e / (np.exp(np.round(sink - m, 4)) + e.sum(axis=-1, keepdims=True))
+
+    message, step = _verdict("09", "q1", sink_softmax)
+    assert "float32" not in message + step
+
+
+def test_08b_q2_inputs_truncated_to_5_decimals_are_not_named_float32():
+    message, step = _verdict("08b", "q2", lambda q, k: L["08b"].q2.reference(np.trunc(q * 1e5) / 1e5, np.trunc(k * 1e5) / 1e5))
+    assert "float32" not in message + step
+
+
+
+def test_04_q2_row_sums_through_a_rows_by_rows_matrix_are_rejected_and_not_called_the_jacobian():
+    def softmax_vjp(g, p):
+        g2, p2 = np.atleast_2d(g), np.atleast_2d(p)
+        return (p2 * (g2 - np.diag(g2 @ p2.T)[:, None])).reshape(np.shape(p))
+
+    message, _ = _verdict("04", "q2", softmax_vjp)
+    assert "shape (64, 64)" in message and "Jacobian" not in message
+
+
+def test_05c_q2_out_read_at_4_significant_digits_gets_a_step_for_both_places():
+    message, step = _verdict("05c", "q2", lambda out, mask: np.where(mask.any(-1, keepdims=True),
+                                                                     np.vectorize(lambda v: float(f"{v:.4g}"))(out), 0.0))
+    assert "4 significant digits" in message and "on your return line or where you read an input" in step
+
+
+@pytest.mark.parametrize("decimals", [7, 8])
+def test_01_q1_a_result_rounded_to_7_or_8_decimals_is_named_despite_the_float32_case(decimals):
+    message, _ = _verdict("01", "q1", _softmax_then(lambda p: np.round(p, decimals)))
+    assert f"rounded to {decimals} decimals" in message
+
+
+def test_05b_q1_a_negated_mask_of_real_tokens_built_with_le_is_told_to_change_le():
+    def encode(mha, x, lengths):
+        real = torch.arange(x.shape[1])[None, :] <= torch.as_tensor(lengths)[:, None]
+        return mha(x, x, x, key_padding_mask=~real)[0]
+
+    _, step = _verdict("05b", "q1", encode)
+    assert "change `<=` to `<`" in step

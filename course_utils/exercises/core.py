@@ -698,11 +698,11 @@ SLIPS: dict[str, tuple[str, ...]] = {
         "the two must be equal. Then check again.",
     ),
     "rounding the result or the inputs": (
-        "Remove the rounding (`np.round(..., {digits})`, `round()` or a format string), on your return line or where "
-        "you read an input: here the two give the same result. Use every input exactly as it comes and return every "
-        "digit; round only what you print.",
-        "Print each input and your result with `np.set_printoptions(precision=17)`: more than {digits} decimals must "
-        "show. Then check again.",
+        "Remove the rounding (`np.round(...)`, `round()` or a format string), on your return line or where you read "
+        "an input: here the two give the same result. Use every input exactly as it comes and return every digit; "
+        "round only what you print.",
+        "Print each input and your result with `np.set_printoptions(precision=17)`: all their digits must show. "
+        "Then check again.",
     ),
     "rounding the result to significant digits": (
         "Remove the rounding on your return line (a format string such as `f'{{v:.{digits}g}}'`, `np.format_float_positional` "
@@ -854,10 +854,21 @@ def _reads_float32_inputs(run: Run) -> bool:
         if any(np.array_equal(np.round(finite, d), finite) for d in range(0, 9)) and not any(
                 _rounds_everywhere(pair, d) or _rounds_everywhere(pair, d, significant=True) for d in range(0, 9)):
             return False  # a result cut to 8 decimals or fewer, not by rounding (a truncation)
-        for digits in range(4, 8):  # inputs rounded to 4 to 7 significant digits
-            coarser = _reference_on(run, _map_float_inputs(run.case, lambda a, d=digits: _significant(a, d)))
+        cuts = [lambda a, d=d: _significant(a, d) for d in range(4, 8)]  # inputs to 4 to 7 significant digits
+        cuts += [lambda a, d=d, f=f: f(a * 10.0**d) / 10.0**d for d in range(1, 9) for f in (np.trunc, np.floor)]
+        for cut in cuts:  # ... or truncated or floored to 1 to 8 decimals
+            with np.errstate(invalid="ignore", over="ignore"):
+                coarser = _reference_on(run, _map_float_inputs(run.case, cut))
             if coarser is not None and coarser.shape == run.output.shape and _agree(run.output, coarser, 1e-8, 1e-15):
                 return False
+        # ... and a move of the inputs that float32 sees (4 to 8 of its spacings, 5e-7 relative) moves the result,
+        # which a coarser rounding somewhere inside (x - m to 4 decimals, say) mostly hides
+        try:
+            nudged = _call_safely(run.function, _map_float_inputs(run.case, lambda a: a * (1 + 2.0**-21)))
+        except (_Failed, _NotAttempted):
+            return False
+        if nudged.shape == run.output.shape and np.array_equal(nudged, run.output, equal_nan=True):
+            return False
     return rounded_inputs(run) is None
 
 
@@ -1897,7 +1908,11 @@ class FunctionExercise(Exercise):
         if result is None and inputs is not None:  # the inputs' rounding explains every case, the result's does not
             raise _rounded_inputs_slip(run, *inputs, f"off by up to {_max_diff(out, expected):.2g}")
         if result is not None:  # (where the inputs' rounding explains every case too, the step names both places)
-            raise _rounded_slip(run, *result, either=inputs is not None)
+            digits_, significant_ = result
+            cut = (lambda a: _significant(a, digits_)) if significant_ else (lambda a: np.round(a, digits_))
+            on_rounded = _reference_on(run, _map_float_inputs(run.case, cut))  # the inputs rounded alike
+            same = on_rounded is not None and on_rounded.shape == out.shape and np.array_equal(on_rounded, out)
+            raise _rounded_slip(run, *result, either=inputs is not None or same)
         # One case looks rounded, and no rounding gives every case: a value that happens to be short (a float16
         # 107.5, say) is no evidence; the other checks speak.
 
@@ -2178,8 +2193,8 @@ def _rounded_slip(run: Run, digits: int, significant: bool = False, either: bool
     return _Failed(f"on input {run.case.describe()} your result is rounded to {digits} {unit}: for example "
                    f"{describe(run.output[worst], digits + 2)} where the expected is {describe(run.expected[worst], 17)}",
                    f"rounding the result to {digits} {unit}", slip=True,
-                   steps=_slip_steps("rounding the result to significant digits" if significant else
-                                     "rounding the result or the inputs" if either else "rounding the result",
+                   steps=_slip_steps("rounding the result or the inputs" if either else
+                                     "rounding the result to significant digits" if significant else "rounding the result",
                                      digits=str(digits)))
 
 
@@ -2202,6 +2217,9 @@ def _rounds_everywhere(pairs: list[tuple[np.ndarray, np.ndarray]], digits: int, 
             unit = 10.0 ** (np.floor(np.log10(np.maximum(np.abs(e), 1e-300))) + 1 - digits)
         else:
             rounded, unit = np.round(o, digits), 10.0 ** -digits
+        if float32_values(e):  # a float32 case's right result is itself off by up to one float32 spacing
+            with np.errstate(over="ignore"):
+                unit = unit + 2 * np.spacing(np.abs(e).astype(np.float32)).astype(np.float64)
         # A float32 result, rounded and stored in float32 again (a float32 case), does not contradict a rounding;
         # but float32 values alone (0.2759999930858612 for 0.276) are no evidence of one.
         with np.errstate(over="ignore"):

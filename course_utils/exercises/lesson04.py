@@ -257,12 +257,16 @@ def _without_the_jacobian(run: Run) -> str | None:
     if big is not None:
         where = f"in the line `{big.line}`" if big.line else f"in {big.how}"
         if len(big.shape) >= 2 and big.shape[-2:] == (n, n):
-            what = f"an array of shape {big.shape}, n x n for rows of n = {n}"
+            what = (f"an array of shape {big.shape}, n x n for rows of n = {n}, {where}: the Jacobian's size, which "
+                    "this exercise asks you to do without")
         else:
-            what = (f"an array of {int(np.prod(big.shape))} numbers (shape {big.shape}), more than g and p "
-                    f"hold together ({np.size(g) + np.size(p)})")
-        return (f"{verdict} your function built {what}, {where}: the Jacobian's size, which this exercise "
-                "asks you to do without. p * (g - <g, p>) needs no array larger than g and p")
+            size = int(np.prod(big.shape))
+            what = (f"an array of {size} numbers (shape {big.shape}), more than g and p hold together "
+                    f"({np.size(g) + np.size(p)}), {where}")
+            if size in (n * n, n * np.size(g)):  # n x n per row, flattened or stacked: the Jacobian's numbers
+                what += ": the Jacobian's size, which this exercise asks you to do without"
+        return (f"{verdict} your function built {what}. p * (g - <g, p>) needs no array larger than g and p: one "
+                "sum per row, `(g * p).sum(axis=-1, keepdims=True)`")
     if n < _MEMORY_FROM_N:
         return None
     # What the watching cannot follow (a nested Python list, an array after `p.view(np.ndarray)`) still takes
@@ -350,6 +354,9 @@ def _q2() -> FunctionExercise:
             Case((np.array([[3.0, 3.0, 3.0], [0.0, 1.0, 0.0]]), softmax(np.array([[1.0, 2.0, 3.0], [0.0, 0.0, 5.0]])))),
             # A row of 2000: the Jacobian would be 2000 x 2000, 30.5 MiB, where the answer needs 16 kB.
             Case((rng.normal(size=2000), softmax(rng.normal(size=2000)))),
+            # 64 rows of 4: an array of rows x rows (np.diag(g @ p.T) for the row sums) holds 4096 numbers, more than
+            # g and p together (512).
+            Case((rng.normal(size=(64, 4)), softmax(rng.normal(size=(64, 4))))),
         ],
         properties=[_without_the_jacobian],
         wrong_answers={

@@ -326,7 +326,8 @@ def _q1() -> FunctionExercise:
                 "No mask, or one that is False everywhere, hides nothing."
             ),
             "the first pad left visible": (
-                "Change `>` to `>=` in `torch.arange(S)[None, :] > lengths[:, None]`: position `length` is already a pad."
+                "Position `length` is already a pad: in a pad mask built directly, `torch.arange(S)[None, :] > "
+                "lengths[:, None]`, change `>` to `>=`; in a mask of real tokens that you negate, change `<=` to `<`."
             ),
             "a float 1/0 mask": (
                 "Pass a bool tensor as `key_padding_mask`, True on the pads: `~real` itself, with no `.to(...)` or "

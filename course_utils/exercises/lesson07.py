@@ -166,9 +166,10 @@ def _q1() -> FunctionExercise:
             Case((-inf, 0.0, -inf, 0.0)),  # both empty: (-inf, 0), never nan
             Case((-800.0, 1.0, -801.0, 1.0)),  # both maxima far below 0: a shift clamped at 0 underflows
             Case((-2e10, 1.0, -2e10 - 1000.0, 1.0)),  # ... and far below any finite floor (-1e4, -1e9): exactly (-2e10, 1)
+            Case((3.0, 1.0, -inf, 0.0)),  # the second block empty: (3, 1), the first block's state
         ],
         probes=[
-            Case((3.0, 1.0, -inf, 0.0)),
+            Case((3.0, 1.5, -inf, 0.0)),
             Case((0.0, 1.0, 2000.0, 1.5)),
             Case((-2000.0, 1.0, 0.0, 1.0)),
             Case((7.0, 1.0, 7.0, 1.0)),

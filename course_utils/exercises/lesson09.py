@@ -9,7 +9,7 @@ import numpy as np
 from ..softmax import softmax
 from ..variants import softmax_with_sink
 from .core import _SHIFT_CODE  # the code each wrong shift most likely is, to name the line to change
-from .core import _reads_float32_inputs  # an answer that reads its inputs in float32
+from .core import _map_float_inputs, _reads_float32_inputs, _reference_on  # inputs read in float32
 from .core import (
     CLIP_LIMITS,
     ROW_SHIFTS,
@@ -140,6 +140,10 @@ def _float32_inputs(run: Run) -> str | None:
     """Property, before the exact zeros: the right computation on the inputs rounded to float32 (a sink of
     -19999999000 becomes -2e10 there, the score itself) is named float32, not a lost -inf or a flush."""
     if not _reads_float32_inputs(run):
+        return None
+    # ... and is exactly the right computation on them (a rounding of x - m to 4 decimals also ignores float32's)
+    moved = _reference_on(run, _map_float_inputs(run.case, lambda a: a.astype(np.float32).astype(np.float64)))
+    if moved is None or not np.allclose(run.output, moved, rtol=1e-9, atol=1e-300, equal_nan=True):
         return None
     sink = float(run.case.args[1])
     return (f"is what the right computation gives on the scores and the sink rounded to float32 (here the sink "
