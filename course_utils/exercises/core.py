@@ -1885,8 +1885,7 @@ class FunctionExercise(Exercise):
             differs = ~np.isclose(out, expected, rtol=self.rtol, atol=self.atol)
         if not whole and differs.any() and _only_flushes(out, expected, differs) and not any(
                 _rounded_to(o, e) is not None and not _only_flushes(o, e, ~np.isclose(o, e, rtol=1e-12, atol=0))
-                for o, e in zip(self._outputs(run.function), self._outputs(self.reference, "the reference"))
-                if o is not None and e is not None and o.shape == e.shape):
+                for o, e in self._answer_pairs(run.function)):
             return
         # Only where no known mistake gives these outputs (a shift without the logsumexp can give whole numbers
         # too), and, for whole numbers, only where the answer gives whole numbers on every case.
@@ -1922,12 +1921,10 @@ class FunctionExercise(Exercise):
         them would call a flush."""
         if not _agree(run.output, run.expected, self.rtol, self.atol):
             return
-        digits, significant = self._rounded_everywhere(run.function), False
-        if digits is None:
-            digits, significant = self._significant_everywhere(run.function, most=7), True
-        if digits is None or self.diagnose(run.function) is not None:
+        found = self._fewest_decimals(run.function, 15, None, most_significant=7)
+        if found is None or self.diagnose(run.function) is not None:
             return
-        raise _rounded_slip(run, digits, significant)
+        raise _rounded_slip(run, *found)
 
     def _roundings(self, answer: Callable[..., Any], most: int = 12) -> set[int]:
         """The decimals to which `answer`'s result on each case is the right result rounded (where it is one)."""
@@ -1937,8 +1934,8 @@ class FunctionExercise(Exercise):
         found.discard(None)
         return found
 
-    def _fewest_decimals(self, answer: Callable[..., Any], most: int,
-                         otherwise: tuple[int, bool] | None) -> tuple[int, bool] | None:
+    def _fewest_decimals(self, answer: Callable[..., Any], most: int, otherwise: tuple[int, bool] | None,
+                         most_significant: int = 15) -> tuple[int, bool] | None:
         """How `answer` rounds, as (digits, significant): the fewest decimals (up to `most`) to which the right
         result, rounded, gives `answer`'s on every case, else the fewest significant digits that do, else `otherwise`.
 
@@ -1949,7 +1946,7 @@ class FunctionExercise(Exercise):
         decimals = next((d for d in range(0, most + 1) if _rounds_everywhere(pairs, d)), None)
         if decimals is not None:
             return decimals, False
-        significant = self._significant_everywhere(answer, most=15)
+        significant = self._significant_everywhere(answer, most=most_significant)
         return (significant, True) if significant is not None else otherwise
 
     def _significant_everywhere(self, answer: Callable[..., Any], most: int = 12) -> int | None:
@@ -1978,17 +1975,6 @@ class FunctionExercise(Exercise):
                 return None
             found.append(rounded)
         return max(found) if found and len({which for _, which in found}) == 1 else None
-
-    def _rounded_everywhere(self, answer: Callable[..., Any]) -> int | None:
-        """The decimals `answer` rounds to, where on every case it gives the right values rounded to them."""
-        found = self._roundings(answer, most=15)
-        if len(found) != 1:
-            return None
-        digits = found.pop()
-        mine, right = self._outputs(answer), self._outputs(self.reference, "the reference")
-        return digits if all(o is not None and e is not None and o.shape == e.shape
-                             and np.array_equal(o, np.round(e, digits), equal_nan=True)
-                             for o, e in zip(mine, right)) else None
 
     def _compare(self, run: Run) -> None:
         """The checks after the slips: early properties, rounding, nan and inf, properties, the values."""
